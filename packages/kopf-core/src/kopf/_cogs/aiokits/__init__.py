@@ -1,0 +1,1 @@
+"""Asyncio primitives that the standard library lacks."""

@@ -1,0 +1,1 @@
+"""Operator settings and the storages of the on-cluster state."""

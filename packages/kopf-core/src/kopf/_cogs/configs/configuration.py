@@ -1,0 +1,240 @@
+"""
+All the settings of an operator, grouped into sections.
+
+Every operator (even several in one process, see embedding) has its own
+:class:`OperatorSettings`. They are usually tuned in ``@kopf.on.startup``
+handlers; every setting has a default that works for most operators.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Iterable, Optional, Union
+
+if TYPE_CHECKING:
+    from kopf._cogs.configs import diffbase, progress
+
+# The Fibonacci numbers from 1 second to 10 minutes: throttling of unexpected errors.
+_FIBONACCI_DELAYS = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
+
+# Roughly a minute of retries of networking errors and 5xx before escalating.
+_NETWORKING_BACKOFFS = (1, 1, 2, 3, 5, 8, 13, 21)
+
+
+@dataclasses.dataclass
+class ProcessSettings:
+    """Settings of the operator's process as a whole."""
+
+    ultimate_exiting_timeout: Optional[float] = 10 * 60
+    """How long to wait for the graceful exit before cancelling everything."""
+
+    infinite_stopping_backoff: float = 5.0
+    """How often to log the tasks that do not stop when asked to."""
+
+
+@dataclasses.dataclass
+class PostingSettings:
+    """Posting of log messages of handled objects as Kubernetes events."""
+
+    enabled: bool = True
+    """Whether to post k8s-events at all (also for ``kopf.info()`` and alike)."""
+
+    level: int = logging.INFO
+    """The minimal level of the log messages posted as k8s-events."""
+
+
+@dataclasses.dataclass
+class PeeringSettings:
+    """Peering of several operators of the same kind (see "Peering")."""
+
+    name: str = 'default'
+    """The name of the peering object (``KopfPeering``/``ClusterKopfPeering``)."""
+
+    mandatory: bool = False
+    """Whether to pause until the peering object exists (instead of standalone)."""
+
+    standalone: bool = False
+    """Whether to skip peering entirely and run as the only operator."""
+
+    stealth: bool = False
+    """Whether to keep the keep-alives out of the logs (they are sent anyway)."""
+
+    priority: int = 0
+    """The operator's priority: higher priorities win, lower ones pause."""
+
+    lifetime: int = 60
+    """How long (seconds) the keep-alive lasts, and so how often it is renewed."""
+
+    clusterwide: bool = False
+    """Whether the cluster-scoped peering is used (set from the operator's scope)."""
+
+    @property
+    def namespaced(self) -> bool:
+        return not self.clusterwide
+
+    @namespaced.setter
+    def namespaced(self, value: bool) -> None:
+        self.clusterwide = not value
+
+
+@dataclasses.dataclass
+class WatchingSettings:
+    """The watch-streams: timeouts and reconnection."""
+
+    server_timeout: Optional[float] = None
+    """The watch duration requested from the server (``timeoutSeconds``)."""
+
+    client_timeout: Optional[float] = None
+    """The client-side limit of one watch request's duration (forever if ``None``)."""
+
+    connect_timeout: Optional[float] = None
+    """The TCP handshake timeout of watch requests (falls back to networking's)."""
+
+    reconnect_backoff: float = 0.1
+    """The pause between watch requests: reconnect fast, but never flood the API."""
+
+    inactivity_timeout: Optional[float] = None
+    """
+    How long a watch-stream may stay completely silent before it is considered
+    dead and is re-established. With bookmarks requested, a live API server
+    sends something at least every minute or so; ``None`` disables the check.
+    """
+
+
+@dataclasses.dataclass
+class BatchingSettings:
+    """The per-object workers and their queues of events."""
+
+    worker_limit: Optional[int] = None
+    """How many objects are processed at the same time (unlimited if ``None``)."""
+
+    idle_timeout: float = 5.0
+    """How long an object's worker lingers with no new events before exiting."""
+
+    batch_window: float = 0.1
+    """How long to wait for more events of the same object before processing the latest."""
+
+    exit_timeout: float = 2.0
+    """How long to wait for the workers to finish on the operator's exit."""
+
+    error_delays: Iterable[float] = _FIBONACCI_DELAYS
+    """The throttling delays after unexpected errors of the framework (re-iterable)."""
+
+
+@dataclasses.dataclass
+class ScanningSettings:
+    """The scanning of the cluster's resources and namespaces at runtime."""
+
+    disabled: bool = False
+    """Whether to skip re-scanning (e.g. when RBAC does not allow watching CRDs)."""
+
+
+@dataclasses.dataclass
+class AdmissionSettings:
+    """Admission webhooks (see "Admission control")."""
+
+    server: Optional[object] = None
+    """A webhook server or tunnel (e.g. ``kopf.WebhookServer()``); none by default."""
+
+    managed: Optional[str] = None
+    """The name of the webhook configurations managed by the operator (none by default)."""
+
+
+@dataclasses.dataclass
+class ExecutionSettings:
+    """The executor of synchronous handlers and daemons."""
+
+    executor: concurrent.futures.Executor = dataclasses.field(
+        default_factory=concurrent.futures.ThreadPoolExecutor)
+    """The executor for sync handlers (a thread pool by default)."""
+
+    _max_workers: Optional[int] = None
+
+    @property
+    def max_workers(self) -> Optional[int]:
+        return self._max_workers
+
+    @max_workers.setter
+    def max_workers(self, value: int) -> None:
+        # Only thread pools can be resized: replace the executor with a new one.
+        if value < 1:
+            raise ValueError(f"settings.execution.max_workers must be positive, got {value!r}.")
+        self._max_workers = value
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=value)
+
+
+@dataclasses.dataclass
+class BackgroundSettings:
+    """Daemons and timers (see "Daemons" and "Timers")."""
+
+    cancellation_polling: float = 60
+    """How often to check a daemon that does not stop when it is asked to."""
+
+    instant_exit_timeout: Optional[float] = None
+    """How long to wait for daemons to exit "instantly" before cancelling them."""
+
+    instant_exit_zero_time_cycles: int = 10
+    """How many event-loop cycles to give daemons to exit instantly."""
+
+
+@dataclasses.dataclass
+class NetworkingSettings:
+    """The requests to the Kubernetes API (not the watch-streams)."""
+
+    request_timeout: Optional[float] = 5 * 60
+    """The total timeout of one request, including retries' single attempts."""
+
+    connect_timeout: Optional[float] = None
+    """The TCP handshake timeout of regular requests (limited by the total if ``None``)."""
+
+    error_backoffs: Union[float, Iterable[float]] = _NETWORKING_BACKOFFS
+    """The pauses between retries of networking errors and 5xx, then it escalates."""
+
+    def iter_error_backoffs(self) -> Iterable[float]:
+        """The backoffs as an iterable: a single number means a single backoff."""
+        if isinstance(self.error_backoffs, (int, float)):
+            return (float(self.error_backoffs),)
+        return self.error_backoffs
+
+
+def _default_progress_storage() -> progress.ProgressStorage:
+    from kopf._cogs.configs import progress
+    return progress.SmartProgressStorage()
+
+
+def _default_diffbase_storage() -> diffbase.DiffBaseStorage:
+    from kopf._cogs.configs import diffbase
+    return diffbase.AnnotationsDiffBaseStorage()
+
+
+@dataclasses.dataclass
+class PersistenceSettings:
+    """Where and how the handling state is kept on the objects."""
+
+    finalizer: str = 'kopf.zalando.org/KopfFinalizerMarker'
+    """The finalizer that blocks the objects' deletion while handlers need them."""
+
+    progress_storage: progress.ProgressStorage = dataclasses.field(
+        default_factory=_default_progress_storage)
+    """How the handlers' progress (retries, delays, outcomes) is stored."""
+
+    diffbase_storage: diffbase.DiffBaseStorage = dataclasses.field(
+        default_factory=_default_diffbase_storage)
+    """How the last handled configuration (the diff-base) is stored."""
+
+
+@dataclasses.dataclass
+class OperatorSettings:
+    """All the settings of one operator."""
+    process: ProcessSettings = dataclasses.field(default_factory=ProcessSettings)
+    posting: PostingSettings = dataclasses.field(default_factory=PostingSettings)
+    peering: PeeringSettings = dataclasses.field(default_factory=PeeringSettings)
+    watching: WatchingSettings = dataclasses.field(default_factory=WatchingSettings)
+    batching: BatchingSettings = dataclasses.field(default_factory=BatchingSettings)
+    scanning: ScanningSettings = dataclasses.field(default_factory=ScanningSettings)
+    admission: AdmissionSettings = dataclasses.field(default_factory=AdmissionSettings)
+    execution: ExecutionSettings = dataclasses.field(default_factory=ExecutionSettings)
+    background: BackgroundSettings = dataclasses.field(default_factory=BackgroundSettings)
+    networking: NetworkingSettings = dataclasses.field(default_factory=NetworkingSettings)
+    persistence: PersistenceSettings = dataclasses.field(default_factory=PersistenceSettings)

@@ -1,0 +1,1 @@
+"""Small helpers with no dependencies on the rest of the framework."""

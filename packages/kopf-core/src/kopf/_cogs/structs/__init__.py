@@ -1,0 +1,1 @@
+"""Data structures: bodies, patches, diffs, references, credentials."""

@@ -1,0 +1,332 @@
+"""
+References to resources, and selectors that match them.
+
+A :class:`Selector` is what a user writes in a decorator (``'kopfexamples'``,
+``'kopf.dev/v1', 'kopfexamples'``, ``kind='KopfExample'``, ...). It is resolved
+against the cluster's discovery into zero or more :class:`Resource` instances,
+which are what the API client needs to build URLs. The resolution rules mimic
+``kubectl``: any name (plural, singular, kind, short name) matches, core ``v1``
+wins over same-named resources of other groups, and an ambiguous specific name
+is served by nobody (with a warning) rather than by an arbitrary pick.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import fnmatch
+import re
+from typing import Collection, FrozenSet, Iterable, Iterator, Mapping, Optional
+
+NamespacePattern = str
+Namespace = Optional[str]  # None means "cluster-wide" (all namespaces) or a cluster-scoped object
+
+
+class EverythingMarker(enum.Enum):
+    EVERYTHING = enum.auto()
+
+    def __repr__(self) -> str:
+        return 'kopf.EVERYTHING'
+
+
+EVERYTHING = EverythingMarker.EVERYTHING
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    """
+    A reference to a very specific custom or built-in resource kind.
+
+    Only ``group``, ``version`` and ``plural`` are needed to form the API URLs;
+    the other names are kept to match selectors and for logging.
+    """
+    group: str
+    version: str
+    plural: str
+    kind: Optional[str] = None
+    singular: Optional[str] = None
+    shortcuts: FrozenSet[str] = frozenset()
+    categories: FrozenSet[str] = frozenset()
+    subresources: FrozenSet[str] = frozenset()
+    namespaced: Optional[bool] = None
+    preferred: bool = True
+    verbs: FrozenSet[str] = frozenset()
+
+    def __repr__(self) -> str:
+        plural_group = self.plural if not self.group else f'{self.plural}.{self.group}'
+        return f'{plural_group}.{self.version}' if self.version else plural_group
+
+    @property
+    def name(self) -> str:
+        """``plural.group`` as ``kubectl`` names it (``pods`` for the core group)."""
+        return f'{self.plural}.{self.group}'.strip('.')
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` of the resource's objects: ``v1`` or ``group/version``."""
+        return f'{self.group}/{self.version}' if self.group else self.version
+
+    def get_url(
+            self,
+            *,
+            server: Optional[str] = None,
+            namespace: Namespace = None,
+            name: Optional[str] = None,
+            subresource: Optional[str] = None,
+            params: Optional[Mapping[str, str]] = None,
+    ) -> str:
+        """
+        Build the URL (or path if no ``server``) of the resource's endpoint.
+
+        A ``None`` namespace of a namespaced resource means cluster-wide
+        (e.g. for listing/watching across all namespaces). Names are refused
+        for cluster-wide access of namespaced resources, since such an URL is
+        invalid in Kubernetes.
+        """
+        if subresource is not None and name is None:
+            raise ValueError("Subresources can be used only with specific resources by their name.")
+        if not self.namespaced and namespace is not None:
+            raise ValueError(f"Specific namespaces are not supported for cluster-scoped resources: {self!r}.")
+        if self.namespaced and namespace is None and name is not None:
+            raise ValueError(f"Specific objects of {self!r} need a namespace, not a cluster-wide URL.")
+
+        parts = ['/api' if not self.group else '/apis']
+        if self.group:
+            parts.append(self.group)
+        parts.append(self.version)
+        if namespace is not None:
+            parts.extend(['namespaces', namespace])
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(name)
+        if subresource is not None:
+            parts.append(subresource)
+        path = '/'.join(parts)
+        query = '&'.join(f'{key}={value}' for key, value in (params or {}).items())
+        url = path if not query else f'{path}?{query}'
+        return url if server is None else server.rstrip('/') + url
+
+
+@dataclasses.dataclass(frozen=True, init=False, repr=False)
+class Selector:
+    """
+    A resource specification as a user writes it: matched against discovery.
+
+    Positionals follow ``kubectl``: the rightmost value is a name (any of the
+    plural, singular, kind or short names), the values before it are the API
+    group and version, either separated or joined with a slash. A single value
+    ``'plural.group'`` is split like ``kubectl get deployments.apps`` does.
+    """
+    arg1: dataclasses.InitVar[Optional[str | EverythingMarker]]
+    arg2: dataclasses.InitVar[Optional[str | EverythingMarker]]
+    arg3: dataclasses.InitVar[Optional[str | EverythingMarker]]
+    group: Optional[str]
+    version: Optional[str]
+    kind: Optional[str]
+    plural: Optional[str]
+    singular: Optional[str]
+    shortcut: Optional[str]
+    category: Optional[str]
+    any_name: Optional[str | EverythingMarker]
+
+    def __init__(
+            self,
+            arg1: Optional[str | EverythingMarker] = None,
+            arg2: Optional[str | EverythingMarker] = None,
+            arg3: Optional[str | EverythingMarker] = None,
+            *,
+            group: Optional[str] = None,
+            version: Optional[str] = None,
+            kind: Optional[str] = None,
+            plural: Optional[str] = None,
+            singular: Optional[str] = None,
+            shortcut: Optional[str] = None,
+            category: Optional[str] = None,
+            any_name: Optional[str | EverythingMarker] = None,
+    ) -> None:
+        set_ = object.__setattr__
+        if arg3 is not None:
+            group, version, any_name = _parse_three(arg1, arg2, arg3, group, version, any_name)
+        elif arg2 is not None:
+            group, version, any_name = _parse_two(arg1, arg2, group, version, any_name)
+        elif arg1 is not None:
+            group, version, any_name = _parse_one(arg1, group, version, any_name)
+
+        names = [kind, plural, singular, shortcut, category, any_name]
+        if sum(name is not None for name in names) > 1:
+            raise TypeError("Ambiguous resource specification: only one of the names can be given: "
+                            "the name positionally, kind=, plural=, singular=, shortcut=, category=.")
+        if all(name is None for name in names):
+            raise TypeError("Unspecific resource with no names: give a resource name positionally "
+                            "(e.g. 'kopfexamples', 'kopf.dev/v1', 'kopfexamples'), "
+                            "or one of kind=, plural=, singular=, shortcut=, category=, "
+                            "or kopf.EVERYTHING.")
+        for attr, val in [('group', group), ('version', version), ('kind', kind),
+                          ('plural', plural), ('singular', singular), ('shortcut', shortcut),
+                          ('category', category), ('any_name', any_name)]:
+            set_(self, attr, val)
+
+    def __repr__(self) -> str:
+        kwargs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        kwtext = ', '.join(f'{key}={val!r}' for key, val in kwargs.items() if val is not None)
+        return f'{type(self).__name__}({kwtext})'
+
+    @property
+    def is_specific(self) -> bool:
+        """Whether one single resource is meant (so ambiguity is an error)."""
+        if self.kind is not None or self.shortcut is not None:
+            return True
+        if self.plural is not None or self.singular is not None:
+            return True
+        return self.any_name is not None and not isinstance(self.any_name, EverythingMarker)
+
+    def check(self, resource: Resource) -> bool:
+        """Whether the selector matches a resource (regardless of other resources)."""
+        if self.group is not None and self.group != resource.group:
+            return False
+        if self.version is not None and self.version != resource.version:
+            return False
+        if self.version is None and not resource.preferred:
+            return False
+        if self.kind is not None and self.kind != resource.kind:
+            return False
+        if self.plural is not None and self.plural != resource.plural:
+            return False
+        if self.singular is not None and self.singular != resource.singular:
+            return False
+        if self.shortcut is not None and self.shortcut not in resource.shortcuts:
+            return False
+        if self.category is not None and self.category not in resource.categories:
+            return False
+        if self.any_name is EVERYTHING:
+            # Core v1 events would cause an "event explosion" when posting our own events.
+            if resource.group == '' and resource.plural == 'events':
+                return False
+        elif self.any_name is not None:
+            names = {resource.kind, resource.plural, resource.singular, *resource.shortcuts}
+            if self.any_name not in names:
+                return False
+        return True
+
+    def select(self, resources: Collection[Resource]) -> Collection[Resource]:
+        """
+        Select the resources matching this selector, resolving ambiguity.
+
+        Core v1 resources take priority over same-named resources of other
+        groups (as in ``kubectl``). If a specific name still matches resources
+        of several groups, nothing is selected: serving an arbitrary one would
+        be a silent surprise; the caller warns about it (see ``is_ambiguous``).
+        """
+        matched = [resource for resource in resources if self.check(resource)]
+        if not self.is_specific:
+            return set(matched)
+        corev1 = [resource for resource in matched if resource.group == '' and resource.version == 'v1']
+        if corev1:
+            return set(corev1)
+        if len({resource.group for resource in matched}) > 1:
+            return set()
+        return set(matched)
+
+    def is_ambiguous(self, resources: Collection[Resource]) -> bool:
+        matched = [resource for resource in resources if self.check(resource)]
+        return bool(matched) and not self.select(resources)
+
+
+def _parse_one(
+        arg1: str | EverythingMarker,
+        group: Optional[str],
+        version: Optional[str],
+        any_name: Optional[str | EverythingMarker],
+) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+    if isinstance(arg1, EverythingMarker):
+        return group, version, arg1
+    if '/' in arg1:
+        raise TypeError(f"Resource name is missing after the API specification: {arg1!r}. "
+                        f"Use e.g. ({arg1!r}, 'kopfexamples').")
+    if '.' in arg1:
+        # kubectl-like: plural.group, or plural.version.group, or plural.v1 for the core API.
+        name, rest = arg1.split('.', 1)
+        first, _, remainder = rest.partition('.')
+        if rest == 'v1':
+            return '', 'v1', name
+        if _is_version(first) and remainder:
+            return remainder, first, name
+        return rest, None, name
+    return group, version, arg1
+
+
+def _parse_two(
+        arg1: Optional[str | EverythingMarker],
+        arg2: str | EverythingMarker,
+        group: Optional[str],
+        version: Optional[str],
+        any_name: Optional[str | EverythingMarker],
+) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+    if isinstance(arg1, EverythingMarker) or arg1 is None:
+        raise TypeError("The resource name must be the rightmost positional value, "
+                        "after the API group and version.")
+    if '/' in arg1:
+        group, version = arg1.split('/', 1)
+    elif arg1 == 'v1':
+        group, version = '', 'v1'
+    else:
+        group, version = arg1, None
+    return group, version, arg2
+
+
+def _parse_three(
+        arg1: Optional[str | EverythingMarker],
+        arg2: Optional[str | EverythingMarker],
+        arg3: str | EverythingMarker,
+        group: Optional[str],
+        version: Optional[str],
+        any_name: Optional[str | EverythingMarker],
+) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+    if isinstance(arg1, EverythingMarker) or isinstance(arg2, EverythingMarker):
+        raise TypeError("kopf.EVERYTHING can only be the rightmost positional value.")
+    if arg1 is None or arg2 is None:
+        raise TypeError("Both the API group and version must be given with three positionals.")
+    if '/' in arg1 or '/' in arg2:
+        raise TypeError("With three positionals, the API group and version must be separate: "
+                        f"got {arg1!r}, {arg2!r}.")
+    return arg1, arg2, arg3
+
+
+_VERSION_RE = re.compile(r'^v\d+(?:(?:alpha|beta)\d+)?$')
+
+
+def _is_version(text: str) -> bool:
+    return bool(_VERSION_RE.match(text))
+
+
+def match_namespace(name: str, pattern: NamespacePattern) -> bool:
+    """
+    Check a namespace name against a pattern: globs, ``!`` negations, comma lists.
+
+    Within one comma-separated pattern, the last matching item decides; a
+    pattern that starts with a negation implicitly includes everything first
+    (``!kube-*`` means "all but kube-*").
+    """
+    items = [item.strip() for item in pattern.split(',') if item.strip()]
+    result = bool(items) and items[0].startswith('!')
+    for item in items:
+        if item.startswith('!'):
+            if fnmatch.fnmatchcase(name, item[1:]):
+                result = False
+        elif fnmatch.fnmatchcase(name, item):
+            result = True
+    return result
+
+
+def select_specific_namespaces(patterns: Iterable[NamespacePattern]) -> Collection[str]:
+    """The namespaces named exactly (no globs, no negations): served without listing."""
+    return frozenset(
+        pattern for pattern in patterns
+        if pattern and not any(char in pattern for char in '*?!,[]')
+    )
+
+
+def iter_namespace_matches(names: Iterable[str], patterns: Collection[NamespacePattern]) -> Iterator[str]:
+    """Namespaces (among the known ones) that any of the patterns matches."""
+    for name in names:
+        if any(match_namespace(name, pattern) for pattern in patterns):
+            yield name

@@ -1,0 +1,1 @@
+"""The engine: intents (what to do), actions (how), engines and the reactor."""

@@ -1,0 +1,1 @@
+"""Actions: executing handlers, tracking their progress, applying patches."""

@@ -1,0 +1,1 @@
+"""Engines: long-running side activities (authentication, peering, posting)."""

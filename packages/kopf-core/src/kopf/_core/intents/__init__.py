@@ -1,0 +1,1 @@
+"""Intents: handlers, causes, filters and the registries that hold them."""

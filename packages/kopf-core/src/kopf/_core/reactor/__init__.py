@@ -1,0 +1,1 @@
+"""The reactor: watching, queueing and processing of the resources' events."""
