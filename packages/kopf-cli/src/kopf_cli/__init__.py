@@ -1,0 +1,1 @@
+"""The kopf command line."""

@@ -1,0 +1,1 @@
+"""The aiohttp-based Kubernetes API client for kopf."""

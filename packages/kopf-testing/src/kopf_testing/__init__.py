@@ -1,0 +1,1 @@
+"""Testing tools for kopf-based operators."""

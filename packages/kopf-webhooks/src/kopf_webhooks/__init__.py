@@ -1,0 +1,1 @@
+"""Admission webhook servers for kopf."""
