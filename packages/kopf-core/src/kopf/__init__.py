@@ -2,19 +2,148 @@
 Kubernetes Operator Pythonic Framework (Kopf).
 
 The public API is what this module exports; everything under ``kopf._cogs``
-and ``kopf._core`` is internal and can change at any time.
+and ``kopf._core`` is internal and can change at any time. The names that
+belong to the optional add-on packages (webhooks, testing, the client's login
+functions, the CLI) resolve lazily, and say which package to install when
+it is missing.
 """
+import importlib
+from typing import Any
+
 from kopf import clients, on
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
+from kopf._cogs.configs.diffbase import (
+    AnnotationsDiffBaseStorage,
+    DiffBaseStorage,
+    MultiDiffBaseStorage,
+    StatusDiffBaseStorage,
+)
+from kopf._cogs.configs.progress import (
+    AnnotationsProgressStorage,
+    MultiProgressStorage,
+    ProgressRecord,
+    ProgressStorage,
+    SmartProgressStorage,
+    StatusProgressStorage,
+)
+from kopf._cogs.structs.bodies import Body, Meta, Spec, Status
+from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault
+from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
+from kopf._cogs.structs.ephemera import Memo
+from kopf._cogs.structs.hierarchies import (
+    adjust_namespace,
+    adopt,
+    append_owner_reference,
+    build_object_reference,
+    build_owner_reference,
+    harmonize_naming,
+    label,
+    remove_owner_reference,
+)
+from kopf._cogs.structs.patches import Patch
 from kopf._cogs.structs.references import EVERYTHING, Resource
+from kopf._core.actions.errors import (
+    HandlerRetriesError,
+    HandlerTimeoutError,
+    PermanentError,
+    TemporaryError,
+)
+from kopf._core.actions.invocation import HandlerSignatureError
+from kopf._core.actions.loggers import LocalObjectLogger, LogFormat, ObjectLogger, configure
+from kopf._core.engines.posting import event, exception, info, warn
+from kopf._core.intents.callbacks import all_, any_, none_, not_
+from kopf._core.intents.causes import Reason
+from kopf._core.intents.filters import ABSENT, PRESENT, MetaFilterToken
+from kopf._core.intents.handlers import ErrorsMode
+from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
+from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
+
+
+# Names provided by the optional add-on packages: name -> (module, attribute, package to install).
+_LAZY = {
+    'login_with_kubeconfig': ('kopf_client', 'login_with_kubeconfig', 'kopf-client'),
+    'login_with_service_account': ('kopf_client', 'login_with_service_account', 'kopf-client'),
+    'login_via_pykube': ('kopf_client', 'login_via_pykube', 'kopf-client[full-auth]'),
+    'login_via_client': ('kopf_client', 'login_via_client', 'kopf-client[full-auth]'),
+    'cli': ('kopf_cli', None, 'kopf-cli'),
+    'testing': ('kopf_testing', None, 'kopf-testing'),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'kopf' has no attribute {name!r}")
+    module_name, attr, package = _LAZY[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError(f"kopf.{name} needs the {package!r} package: pip install {package}") from e
+    return module if attr is None else getattr(module, attr)
+
 
 __all__ = [
+    'ABSENT',
     'EVERYTHING',
+    'PRESENT',
+    'AnnotationsDiffBaseStorage',
+    'AnnotationsProgressStorage',
+    'Body',
     'ConnectionInfo',
+    'Diff',
+    'DiffBaseStorage',
+    'DiffItem',
+    'DiffOperation',
+    'ErrorsMode',
+    'HandlerRetriesError',
+    'HandlerSignatureError',
+    'HandlerTimeoutError',
+    'LocalObjectLogger',
+    'LogFormat',
     'LoginError',
+    'Memo',
+    'Meta',
+    'MetaFilterToken',
+    'MultiDiffBaseStorage',
+    'MultiProgressStorage',
+    'ObjectLogger',
+    'OperatorRegistry',
     'OperatorSettings',
+    'Patch',
+    'PermanentError',
+    'ProgressRecord',
+    'ProgressStorage',
+    'Reason',
     'Resource',
+    'SmartProgressStorage',
+    'Spec',
+    'Status',
+    'StatusDiffBaseStorage',
+    'StatusProgressStorage',
+    'TemporaryError',
+    'Vault',
+    'adjust_namespace',
+    'adopt',
+    'all_',
+    'any_',
+    'append_owner_reference',
+    'build_object_reference',
+    'build_owner_reference',
     'clients',
+    'configure',
+    'event',
+    'exception',
+    'get_default_registry',
+    'harmonize_naming',
+    'info',
+    'label',
+    'none_',
+    'not_',
     'on',
+    'operator',
+    'remove_owner_reference',
+    'run',
+    'run_tasks',
+    'set_default_registry',
+    'spawn_tasks',
+    'warn',
 ]

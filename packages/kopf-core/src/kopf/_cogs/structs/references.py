@@ -302,12 +302,16 @@ def match_namespace(name: str, pattern: NamespacePattern) -> bool:
     """
     Check a namespace name against a pattern: globs, ``!`` negations, comma lists.
 
-    Within one comma-separated pattern, the last matching item decides; a
-    pattern that starts with a negation implicitly includes everything first
-    (``!kube-*`` means "all but kube-*").
+    The first glob is decisive: if it is positive and does not match, nothing
+    else is checked; if it is a negation, all namespaces match initially (as
+    if preceded by ``*``). Then the rightmost matching glob wins.
     """
     items = [item.strip() for item in pattern.split(',') if item.strip()]
-    result = bool(items) and items[0].startswith('!')
+    if not items:
+        return False
+    if not items[0].startswith('!') and not fnmatch.fnmatchcase(name, items[0]):
+        return False
+    result = True
     for item in items:
         if item.startswith('!'):
             if fnmatch.fnmatchcase(name, item[1:]):

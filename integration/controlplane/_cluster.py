@@ -1,0 +1,484 @@
+"""
+A real, local Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager.
+
+It is what the integration tests, the benchmarks and the demo run against when
+there is no cluster at hand, and it needs no Docker: the servers run as plain
+processes on 127.0.0.1, on free ports, with certificates generated per cluster.
+There is no kubelet and no scheduler, so pods never run; everything an operator
+does with the API (CRDs, watches, patches, events, RBAC, admission webhooks)
+works, and the controller manager adds garbage collection of owned objects and
+the finalization of deleted namespaces.
+
+Example::
+
+    with ControlPlane() as control_plane:
+        subprocess.run([control_plane.kubectl_path, '--kubeconfig', control_plane.kubeconfig, 'get', 'ns'])
+
+Everything lives under one root directory: the PKI, etcd's data, kubeconfigs,
+``state.json`` (for ``ControlPlane.load`` from another process), and the
+servers' logs in ``logs/`` which are kept after ``stop()`` for post-mortems
+unless the root directory was a temporary one made here.
+"""
+import atexit
+import contextlib
+import dataclasses
+import json
+import pathlib
+import secrets
+import shutil
+import ssl
+import tempfile
+import time
+from types import TracebackType
+from typing import Any
+
+from . import _builder, _certificates, _https, _kubeconfigs, _metrics, _ports, _processes
+
+ADMIN_USER = 'admin'
+NON_ADMIN_USER = 'user'
+ADMIN_GROUPS = ('system:masters',)
+
+ETCD = 'etcd'
+APISERVER = 'kube-apiserver'
+CONTROLLER_MANAGER = 'kube-controller-manager'
+_START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER)
+
+# Garbage collection (owned children go with their owners), namespace finalization
+# (deleted namespaces disappear), and the aggregated ClusterRoles (admin, edit, view)
+# which RBAC tests may bind to. Nothing else: with no nodes, the rest would idle.
+_CONTROLLERS = ('garbage-collector-controller', 'namespace-controller', 'clusterrole-aggregation-controller')
+
+_PORT_CLASH_MARKERS = ('address already in use', 'bind: address')
+_POLL_INTERVAL = 0.1
+
+
+class ControlPlaneError(Exception):
+    """The control plane failed to start or to become ready (the message has the log's tail)."""
+
+
+class _PortClash(ControlPlaneError):
+    """A server lost its port to another process between choosing and binding it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int  # its health endpoint, used only to see that it runs
+
+
+class _Layout:
+    """Where each file goes under the root directory."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.root = root
+        self.pki = root / 'pki'
+        self.etcd_data = root / 'etcd'
+        self.logs = root / 'logs'
+        self.state = root / 'state.json'
+        self.admin_kubeconfig = root / 'admin.kubeconfig'
+        self.token_kubeconfig = root / 'admin-token.kubeconfig'
+        self.user_kubeconfig = root / 'user.kubeconfig'
+
+    def pem(self, name: str) -> pathlib.Path:
+        return self.pki / f'{name}.pem'
+
+    def log(self, component: str) -> pathlib.Path:
+        return self.logs / f'{component}.log'
+
+
+class ControlPlane:
+    """
+    One local cluster, started and stopped as a whole, or only its API server.
+
+    If ``root_dir`` is not given, a temporary directory is used and removed on
+    stop. The binaries come from ``bin_dir``, or from the build cache (built on
+    first use, which takes minutes).
+    """
+
+    def __init__(
+            self,
+            root_dir: pathlib.Path | str | None = None,
+            *,
+            bin_dir: pathlib.Path | str | None = None,
+            start_timeout: float = 60.0,
+            stop_timeout: float = 10.0,
+            start_attempts: int = 3,
+    ) -> None:
+        self._own_root = root_dir is None
+        root = pathlib.Path(tempfile.mkdtemp(prefix='kopf-controlplane-')) if root_dir is None else root_dir
+        self._layout = _Layout(pathlib.Path(root).absolute())
+        self._bin_dir = pathlib.Path(bin_dir) if bin_dir is not None else None
+        self._start_timeout = start_timeout
+        self._stop_timeout = stop_timeout
+        self._start_attempts = start_attempts
+        self._processes: dict[str, _processes.Process] = {}
+        self._ports: Ports | None = None
+        self.admin_token = secrets.token_hex(16)
+        self.user_token = secrets.token_hex(16)
+
+    def __enter__(self) -> 'ControlPlane':
+        self.start()
+        return self
+
+    def __exit__(
+            self,
+            exc_type: type[BaseException] | None,
+            exc_val: BaseException | None,
+            exc_tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- Where to find it ---
+
+    @property
+    def root_dir(self) -> pathlib.Path:
+        return self._layout.root
+
+    @property
+    def ports(self) -> Ports:
+        if self._ports is None:
+            raise ControlPlaneError('The control plane is not started.')
+        return self._ports
+
+    @property
+    def server(self) -> str:
+        return f'https://{_ports.HOST}:{self.ports.apiserver}'
+
+    @property
+    def kubeconfig(self) -> pathlib.Path:
+        """The admin kubeconfig, with a client certificate (user ``admin``, group ``system:masters``)."""
+        return self._layout.admin_kubeconfig
+
+    @property
+    def token_kubeconfig(self) -> pathlib.Path:
+        """The admin kubeconfig with a bearer token instead of a client certificate."""
+        return self._layout.token_kubeconfig
+
+    @property
+    def user_kubeconfig(self) -> pathlib.Path:
+        """The kubeconfig of the non-admin token user (``user``), who has no RBAC permissions at all."""
+        return self._layout.user_kubeconfig
+
+    @property
+    def ca_path(self) -> pathlib.Path:
+        return self._layout.pem('ca')
+
+    @property
+    def bin_dir(self) -> pathlib.Path:
+        if self._bin_dir is None:
+            self._bin_dir = _builder.ensure_binaries()
+        return self._bin_dir
+
+    @property
+    def kubectl_path(self) -> pathlib.Path:
+        return self.bin_dir / 'kubectl'
+
+    @property
+    def logs_dir(self) -> pathlib.Path:
+        return self._layout.logs
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """The PIDs (also the process group ids) of the running servers, by name."""
+        return {name: process.pid for name, process in self._processes.items()}
+
+    # --- Starting and stopping the whole cluster ---
+
+    def start(self) -> None:
+        """Start all servers and return when the API is ready; on any failure, leave nothing running."""
+        if self._processes:
+            raise ControlPlaneError('The control plane is already started.')
+        self._check_not_running_elsewhere()
+        self._prepare_root()
+        atexit.register(self._stop_at_exit)
+        try:
+            self.bin_dir  # noqa: B018  # build before anything starts: it takes long and may fail
+            self._write_credentials()
+            for attempt in range(1, self._start_attempts + 1):
+                self._ports = _choose_ports()
+                try:
+                    self._start_servers()
+                    break
+                except _PortClash:
+                    self._stop_processes()
+                    if attempt >= self._start_attempts:
+                        raise
+            self._save_state()
+        except BaseException:  # including KeyboardInterrupt and SystemExit
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the servers in the reverse order and remove everything but the logs."""
+        atexit.unregister(self._stop_at_exit)
+        self._stop_processes()
+        self._remove_files()
+
+    def detach(self) -> None:
+        """Let the servers outlive this Python process (for ``start`` from a shell); ``load()`` finds them again."""
+        atexit.unregister(self._stop_at_exit)
+        self._processes.clear()
+
+    @classmethod
+    def load(cls, root_dir: pathlib.Path | str, **kwargs: Any) -> 'ControlPlane':
+        """The control plane started by another process in this root directory (see ``detach``)."""
+        layout = _Layout(pathlib.Path(root_dir).absolute())
+        try:
+            state = json.loads(layout.state.read_text())
+        except FileNotFoundError:
+            raise ControlPlaneError(f'No control plane state in {layout.root}.') from None
+        control_plane = cls(layout.root, bin_dir=state['bin_dir'], **kwargs)
+        control_plane._ports = Ports(**state['ports'])
+        control_plane.admin_token = state['admin_token']
+        control_plane.user_token = state['user_token']
+        for name in _START_ORDER:
+            if name in state['pids']:
+                process = _processes.Process.adopt(name, state['pids'][name], log_path=layout.log(name))
+                control_plane._processes[name] = process
+        return control_plane
+
+    def is_running(self) -> bool:
+        """Whether all servers run (not whether they are ready: see ``is_ready``)."""
+        return set(self._processes) == set(_START_ORDER) and all(p.is_running() for p in self._processes.values())
+
+    def is_ready(self) -> bool:
+        try:
+            status, _ = _https.get(f'{self.server}/readyz', context=self._admin_context(), timeout=2.0)
+        except OSError:
+            return False
+        return status == 200
+
+    # --- Restarting only the API server (etcd and the controller manager stay) ---
+
+    def stop_apiserver(self) -> None:
+        process = self._processes.pop(APISERVER, None)
+        if process is not None:
+            process.stop(timeout=self._stop_timeout)
+        self._save_state()
+
+    def start_apiserver(self) -> None:
+        """Start the API server again on the same port, with the same certificates and etcd."""
+        if APISERVER in self._processes:
+            raise ControlPlaneError('The API server is already started.')
+        self._spawn_apiserver()
+        self._wait_for_apiserver()
+        self._save_state()
+
+    def restart_apiserver(self) -> None:
+        self.stop_apiserver()
+        self.start_apiserver()
+
+    # --- Observing ---
+
+    def read_request_counts(self) -> _metrics.RequestCounts:
+        """The API server's ``apiserver_request_total`` counters, read as admin."""
+        status, body = _https.get(f'{self.server}/metrics', context=self._admin_context())
+        if status != 200:
+            raise ControlPlaneError(f'GET /metrics answered {status}: {body[:200]!r}')
+        return _metrics.parse_request_counts(body.decode())
+
+    # --- Internals ---
+
+    def _stop_at_exit(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    def _check_not_running_elsewhere(self) -> None:
+        running = False
+        with contextlib.suppress(ControlPlaneError, ValueError, KeyError):  # no state or a broken one: nothing runs
+            previous = ControlPlane.load(self._layout.root)
+            running = any(process.is_running() for process in previous._processes.values())
+        if running:
+            raise ControlPlaneError(f'A control plane already runs in {self._layout.root}; stop it first.')
+
+    def _prepare_root(self) -> None:
+        # Leftovers of a previous cluster (e.g. killed without stopping) would confuse etcd and the logs' readers.
+        self._remove_files()
+        shutil.rmtree(self._layout.logs, ignore_errors=True)
+        for path in (self._layout.pki, self._layout.etcd_data, self._layout.logs):
+            path.mkdir(parents=True, mode=0o700)
+
+    def _remove_files(self) -> None:
+        if self._own_root:
+            shutil.rmtree(self._layout.root, ignore_errors=True)
+            return
+        shutil.rmtree(self._layout.pki, ignore_errors=True)
+        shutil.rmtree(self._layout.etcd_data, ignore_errors=True)
+        for path in (self._layout.state, self._layout.admin_kubeconfig,
+                     self._layout.token_kubeconfig, self._layout.user_kubeconfig):
+            path.unlink(missing_ok=True)
+
+    def _write_credentials(self) -> None:
+        layout = self._layout
+        authority = _certificates.Authority()
+        _certificates.CertifiedKey(authority.cert_pem, authority.key_pem).write(layout.pem('ca'), layout.pem('ca-key'))
+        authority.issue_server('localhost', hosts=['localhost', _ports.HOST]).write(
+            layout.pem('apiserver'), layout.pem('apiserver-key'))
+        authority.issue_client(ADMIN_USER, groups=ADMIN_GROUPS).write(layout.pem('admin'), layout.pem('admin-key'))
+        _certificates.generate_signing_key().write(layout.pem('sa'), layout.pem('sa-key'))
+        # The CSV format of --token-auth-file: token,user,uid[,"group1,group2"].
+        tokens = layout.pki / 'tokens.csv'
+        tokens.touch(mode=0o600)
+        tokens.write_text(
+            f'{self.admin_token},{ADMIN_USER},{ADMIN_USER},"{",".join(ADMIN_GROUPS)}"\n'
+            f'{self.user_token},{NON_ADMIN_USER},{NON_ADMIN_USER}\n'
+        )
+
+    def _write_kubeconfigs(self) -> None:
+        layout = self._layout
+        ca_pem = layout.pem('ca').read_bytes()
+        _kubeconfigs.write_kubeconfig(
+            layout.admin_kubeconfig, server=self.server, ca_pem=ca_pem, user=ADMIN_USER,
+            cert_pem=layout.pem('admin').read_bytes(), key_pem=layout.pem('admin-key').read_bytes())
+        _kubeconfigs.write_kubeconfig(
+            layout.token_kubeconfig, server=self.server, ca_pem=ca_pem, user=ADMIN_USER, token=self.admin_token)
+        _kubeconfigs.write_kubeconfig(
+            layout.user_kubeconfig, server=self.server, ca_pem=ca_pem, user=NON_ADMIN_USER, token=self.user_token)
+
+    def _start_servers(self) -> None:
+        self._write_kubeconfigs()  # they name the API server's port, which changes between attempts
+        self._spawn(ETCD, self._etcd_argv())
+        self._wait_until(ETCD, self._is_etcd_healthy)
+        self._spawn_apiserver()
+        self._wait_for_apiserver()
+        self._spawn(CONTROLLER_MANAGER, self._controller_manager_argv())
+        self._wait_until(CONTROLLER_MANAGER, self._is_controller_manager_healthy)
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        self._processes[name] = _processes.Process.spawn(name, argv, log_path=self._layout.log(name))
+
+    def _spawn_apiserver(self) -> None:
+        self._spawn(APISERVER, self._apiserver_argv())
+
+    def _wait_for_apiserver(self) -> None:
+        # /readyz includes etcd and the post-start hooks (RBAC bootstrap roles, etc.);
+        # the `default` namespace is created a moment later by a controller inside the API server.
+        self._wait_until(APISERVER, self.is_ready)
+        self._wait_until(APISERVER, self._has_default_namespace)
+
+    def _stop_processes(self) -> None:
+        for name in reversed(_START_ORDER):
+            process = self._processes.pop(name, None)
+            if process is not None:
+                process.stop(timeout=self._stop_timeout)
+
+    def _save_state(self) -> None:
+        state = {
+            'bin_dir': str(self.bin_dir),
+            'ports': dataclasses.asdict(self.ports),
+            'pids': self.pids,
+            'admin_token': self.admin_token,
+            'user_token': self.user_token,
+        }
+        tmp_path = self._layout.state.with_suffix('.tmp')
+        tmp_path.touch(mode=0o600)
+        tmp_path.write_text(json.dumps(state, indent=2))
+        tmp_path.replace(self._layout.state)
+
+    def _wait_until(self, name: str, is_ready: Any) -> None:
+        """Poll the readiness check while watching that the process does not die meanwhile."""
+        process = self._processes[name]
+        deadline = time.monotonic() + self._start_timeout
+        while not is_ready():
+            if not process.is_running():
+                tail = process.read_log_tail()
+                error = _PortClash if any(marker in tail for marker in _PORT_CLASH_MARKERS) else ControlPlaneError
+                raise error(f'{name} exited with code {process.exit_code}; the log {process.log_path} ends with:\n'
+                            f'{tail}')
+            if time.monotonic() >= deadline:
+                raise ControlPlaneError(f'{name} is not ready after {self._start_timeout}s; '
+                                        f'the log {process.log_path} ends with:\n{process.read_log_tail()}')
+            time.sleep(_POLL_INTERVAL)
+
+    def _is_etcd_healthy(self) -> bool:
+        try:
+            status, body = _https.get(f'http://{_ports.HOST}:{self.ports.etcd_client}/health', timeout=1.0)
+        except OSError:
+            return False
+        return status == 200 and b'"health":"true"' in body
+
+    def _has_default_namespace(self) -> bool:
+        try:
+            status, _ = _https.get(f'{self.server}/api/v1/namespaces/default', context=self._admin_context())
+        except OSError:
+            return False
+        return status == 200
+
+    def _is_controller_manager_healthy(self) -> bool:
+        # Its serving certificate is self-signed on the fly: nothing to verify it against.
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        try:
+            url = f'https://{_ports.HOST}:{self.ports.controller_manager}/healthz'
+            status, _ = _https.get(url, context=context, timeout=1.0)
+        except OSError:
+            return False
+        return status == 200
+
+    def _admin_context(self) -> ssl.SSLContext:
+        return _https.make_ssl_context(
+            ca_path=self._layout.pem('ca'), cert_path=self._layout.pem('admin'), key_path=self._layout.pem('admin-key'))
+
+    def _etcd_argv(self) -> list[str]:
+        client_url = f'http://{_ports.HOST}:{self.ports.etcd_client}'
+        peer_url = f'http://{_ports.HOST}:{self.ports.etcd_peer}'
+        return [
+            str(self.bin_dir / 'etcd'),
+            '--name=default',
+            f'--data-dir={self._layout.etcd_data}',
+            f'--listen-client-urls={client_url}',
+            f'--advertise-client-urls={client_url}',
+            f'--listen-peer-urls={peer_url}',
+            f'--initial-advertise-peer-urls={peer_url}',
+            f'--initial-cluster=default={peer_url}',
+            '--unsafe-no-fsync=true',  # the data is thrown away anyway; fsyncs would dominate the latency
+            '--log-level=warn',
+        ]
+
+    def _apiserver_argv(self) -> list[str]:
+        layout = self._layout
+        return [
+            str(self.bin_dir / 'kube-apiserver'),
+            f'--etcd-servers=http://{_ports.HOST}:{self.ports.etcd_client}',
+            f'--bind-address={_ports.HOST}',
+            f'--advertise-address={_ports.HOST}',
+            f'--secure-port={self.ports.apiserver}',
+            f'--cert-dir={layout.pki}',
+            f'--tls-cert-file={layout.pem("apiserver")}',
+            f'--tls-private-key-file={layout.pem("apiserver-key")}',
+            f'--client-ca-file={layout.pem("ca")}',
+            f'--token-auth-file={layout.pki / "tokens.csv"}',
+            '--authorization-mode=RBAC',
+            f'--service-account-issuer={self.server}/',
+            f'--service-account-key-file={layout.pem("sa")}',
+            f'--service-account-signing-key-file={layout.pem("sa-key")}',
+            '--service-cluster-ip-range=10.0.0.0/24',
+            '--allow-privileged=true',
+            # The `kubernetes` service cannot point at a loopback address; there is nothing to reconcile anyway.
+            '--endpoint-reconciler-type=none',
+            # Otherwise a stop waits up to a minute for open watches (e.g. of the controller manager) to end.
+            '--shutdown-watch-termination-grace-period=1s',
+            # Nothing creates service-account tokens here, so pods would be rejected for lack of them.
+            '--disable-admission-plugins=ServiceAccount',
+        ]
+
+    def _controller_manager_argv(self) -> list[str]:
+        layout = self._layout
+        return [
+            str(self.bin_dir / 'kube-controller-manager'),
+            f'--kubeconfig={layout.admin_kubeconfig}',
+            f'--bind-address={_ports.HOST}',
+            f'--secure-port={self.ports.controller_manager}',
+            f'--cert-dir={layout.pki}',
+            f'--service-account-private-key-file={layout.pem("sa-key")}',
+            f'--root-ca-file={layout.pem("ca")}',
+            f'--controllers={",".join(_CONTROLLERS)}',
+            '--leader-elect=false',
+        ]
+
+
+def _choose_ports() -> Ports:
+    return Ports(*_ports.find_free_ports(4))

@@ -1,0 +1,267 @@
+"""
+The local control plane, proven against itself: real etcd, kube-apiserver,
+kube-controller-manager and kubectl processes; nothing is mocked.
+
+These tests always use the local control plane: the session's one if it runs
+with ``--cluster=local``, else one started for this module. Tests that stop a
+control plane or break its start use their own, so the shared one stays intact.
+Waits for asynchronous effects (garbage collection) poll with a deadline.
+"""
+import json
+import os
+import pathlib
+import ssl
+import subprocess
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from integration.controlplane import (
+    Cluster,
+    ControlPlane,
+    ControlPlaneError,
+    parse_request_counts,
+    run_local_cluster,
+    subtract_counts,
+    sum_counts,
+)
+
+REPOSITORY_ROOT = pathlib.Path(__file__).parent.parent
+
+
+@pytest.fixture(scope='module')
+def local(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if cluster.control_plane is not None:
+        yield cluster
+    else:
+        with run_local_cluster(tmp_path_factory.mktemp('controlplane')) as own:
+            yield own
+
+
+@pytest.fixture
+def local_namespace(local: Cluster) -> Iterator[str]:
+    name = f'test-{os.urandom(4).hex()}'
+    local.kubectl('create', 'namespace', name)
+    yield name
+    local.kubectl('delete', 'namespace', name, '--wait=false', '--ignore-not-found')
+
+
+def _is_gone(pid: int) -> bool:
+    """Whether no such process runs; a zombie (exited, not yet reaped by its parent) runs no more."""
+    try:
+        stat = pathlib.Path(f'/proc/{pid}/stat').read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rpartition(')')[2].split()[0] == 'Z'
+
+
+def _write_fake_etcd(bin_dir: pathlib.Path, output: str) -> None:
+    bin_dir.mkdir()
+    script = bin_dir / 'etcd'
+    script.write_text(f'#!/bin/sh\necho {output!r}\nexit 3\n')
+    script.chmod(0o755)
+
+
+# --- Readiness ---
+
+def test_readyz_answers_ok(local: Cluster) -> None:
+    assert local.kubectl('get', '--raw', '/readyz').stdout == 'ok'
+
+
+@pytest.mark.parametrize('name', ['default', 'kube-system'])
+def test_system_namespace_exists(local: Cluster, name: str) -> None:
+    result = local.kubectl('get', 'namespace', name, '-o', 'jsonpath={.status.phase}')
+    assert result.stdout == 'Active'
+
+
+# --- Authentication and authorization ---
+
+@pytest.mark.parametrize('attr', ['kubeconfig', 'token_kubeconfig'], ids=['client-certificate', 'token'])
+def test_admin_kubeconfig_authenticates_as_admin_in_system_masters(local: Cluster, attr: str) -> None:
+    assert local.control_plane is not None
+    kubeconfig = getattr(local.control_plane, attr)
+    review = json.loads(local.kubectl('auth', 'whoami', '-o', 'json', kubeconfig=kubeconfig).stdout)
+    assert review['status']['userInfo']['username'] == 'admin'
+    assert 'system:masters' in review['status']['userInfo']['groups']
+
+
+def test_user_token_authenticates_as_user_without_admin_group(local: Cluster) -> None:
+    assert local.control_plane is not None
+    kubeconfig = local.control_plane.user_kubeconfig
+    review = json.loads(local.kubectl('auth', 'whoami', '-o', 'json', kubeconfig=kubeconfig).stdout)
+    assert review['status']['userInfo']['username'] == 'user'
+    assert 'system:masters' not in review['status']['userInfo']['groups']
+
+
+def test_user_is_forbidden_to_list_secrets(local: Cluster, local_namespace: str) -> None:
+    assert local.control_plane is not None
+    result = local.kubectl('get', 'secrets', '-n', local_namespace, check=False,
+                           kubeconfig=local.control_plane.user_kubeconfig)
+    assert result.returncode != 0
+    assert 'Forbidden' in result.stderr
+
+
+@pytest.mark.parametrize('token_attr, expected_status', [
+    pytest.param('admin_token', 200, id='admin'),
+    pytest.param('user_token', 403, id='user'),
+])
+def test_tokens_authenticate_plain_https_requests(local: Cluster, token_attr: str, expected_status: int) -> None:
+    assert local.control_plane is not None
+    context = ssl.create_default_context(cafile=str(local.control_plane.ca_path))
+    request = urllib.request.Request(f'{local.server}/api/v1/namespaces/default/secrets')
+    request.add_header('Authorization', f'Bearer {getattr(local, token_attr)}')
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            status = response.status
+    except urllib.error.HTTPError as e:
+        e.close()
+        status = e.code
+    assert status == expected_status
+
+
+# --- Storage and API extensions ---
+
+def test_custom_resource_is_created_after_its_definition(local: Cluster, local_namespace: str) -> None:
+    group = f'g{os.urandom(4).hex()}.kopf.dev'
+    local.kubectl('apply', '-f', '-', input=textwrap.dedent(f'''
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {{name: widgets.{group}}}
+        spec:
+          group: {group}
+          scope: Namespaced
+          names: {{plural: widgets, singular: widget, kind: Widget}}
+          versions:
+          - name: v1
+            served: true
+            storage: true
+            schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+    '''))
+    try:
+        local.kubectl('wait', '--for=condition=Established', f'crd/widgets.{group}', '--timeout=30s')
+        local.kubectl('apply', '-n', local_namespace, '-f', '-', input=textwrap.dedent(f'''
+            apiVersion: {group}/v1
+            kind: Widget
+            metadata: {{name: w1}}
+            spec: {{size: 3}}
+        '''))
+        result = local.kubectl('get', f'widgets.{group}', 'w1', '-n', local_namespace, '-o', 'jsonpath={.spec.size}')
+        assert result.stdout == '3'
+    finally:
+        local.kubectl('delete', 'crd', f'widgets.{group}', '--wait=false')
+
+
+def test_data_survives_an_apiserver_restart(local: Cluster, local_namespace: str) -> None:
+    local.kubectl('create', 'configmap', 'kept', '-n', local_namespace, '--from-literal=key=value')
+    local.restart_apiserver()
+    result = local.kubectl('get', 'configmap', 'kept', '-n', local_namespace, '-o', 'jsonpath={.data.key}')
+    assert result.stdout == 'value'
+
+
+def test_apiserver_restarts_on_the_same_server_address(local: Cluster) -> None:
+    server_before = local.server
+    local.restart_apiserver()
+    assert local.control_plane is not None
+    assert local.control_plane.server == server_before
+    assert local.kubectl('get', '--raw', '/readyz').stdout == 'ok'
+
+
+# --- The controller manager ---
+
+def test_owned_child_is_garbage_collected_after_its_owner_is_deleted(local: Cluster, local_namespace: str) -> None:
+    local.kubectl('create', 'configmap', 'owner', '-n', local_namespace)
+    uid = local.kubectl('get', 'configmap', 'owner', '-n', local_namespace, '-o', 'jsonpath={.metadata.uid}').stdout
+    local.kubectl('apply', '-n', local_namespace, '-f', '-', input=textwrap.dedent(f'''
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: child
+          ownerReferences: [{{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}]
+    '''))
+    local.kubectl('delete', 'configmap', 'owner', '-n', local_namespace)
+    local.kubectl('wait', '--for=delete', 'configmap/child', '-n', local_namespace, '--timeout=60s')
+
+
+def test_deleted_namespace_disappears(local: Cluster) -> None:
+    name = f'test-{os.urandom(4).hex()}'
+    local.kubectl('create', 'namespace', name)
+    local.kubectl('create', 'configmap', 'content', '-n', name)
+    local.kubectl('delete', 'namespace', name, '--timeout=60s')
+    assert local.kubectl('get', 'namespace', name, check=False).returncode != 0
+
+
+# --- Metrics ---
+
+def test_request_counters_grow_by_the_requests_made(local: Cluster, local_namespace: str) -> None:
+    local.kubectl('create', 'secret', 'generic', 'counted', '-n', local_namespace)
+    before = local.metrics()
+    for _ in range(3):
+        local.kubectl('get', 'secret', 'counted', '-n', local_namespace)
+    delta = subtract_counts(local.metrics(), before)
+    assert sum_counts(delta, verb='GET', resource='secrets', code='200') == 3
+
+
+def test_request_counters_are_parsed_by_their_labels() -> None:
+    text = textwrap.dedent('''
+        # HELP apiserver_request_total [STABLE] Counter of apiserver requests.
+        # TYPE apiserver_request_total counter
+        apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 7
+        apiserver_request_total{code="404",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="GET",version="v1"} 2
+        apiserver_request_total_other{code="200",verb="LIST",resource="pods"} 100
+    ''')
+    counts = parse_request_counts(text)
+    assert sum_counts(counts, verb='LIST', resource='pods') == 7
+    assert sum_counts(counts, code='404', group='apps', subresource='status') == 2
+    assert sum(counts.values()) == 9
+
+
+# --- Starting and stopping ---
+
+def test_stopping_leaves_no_process_behind(local: Cluster) -> None:
+    control_plane = ControlPlane(bin_dir=local.kubectl_path.parent)
+    control_plane.start()
+    pids = control_plane.pids
+    control_plane.stop()
+    assert len(pids) == 3
+    assert [pid for pid in pids.values() if not _is_gone(pid)] == []
+
+
+def test_stopping_removes_a_temporary_root_directory(local: Cluster) -> None:
+    control_plane = ControlPlane(bin_dir=local.kubectl_path.parent)
+    control_plane.start()
+    control_plane.stop()
+    assert not control_plane.root_dir.exists()
+
+
+def test_failed_start_reports_the_tail_of_the_failing_log(tmp_path: pathlib.Path) -> None:
+    _write_fake_etcd(tmp_path / 'bin', 'etcd: the disk is on fire')
+    control_plane = ControlPlane(tmp_path / 'root', bin_dir=tmp_path / 'bin')
+    with pytest.raises(ControlPlaneError, match='the disk is on fire'):
+        control_plane.start()
+
+
+def test_start_is_retried_on_port_clashes(tmp_path: pathlib.Path) -> None:
+    _write_fake_etcd(tmp_path / 'bin', 'listen tcp 127.0.0.1:2379: bind: address already in use')
+    control_plane = ControlPlane(tmp_path / 'root', bin_dir=tmp_path / 'bin', start_attempts=3)
+    with pytest.raises(ControlPlaneError):
+        control_plane.start()
+    log = (tmp_path / 'root' / 'logs' / 'etcd.log').read_text()
+    assert log.count('address already in use') == 3
+
+
+def test_shell_commands_start_and_stop_a_background_cluster(local: Cluster, tmp_path: pathlib.Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, '-m', 'integration.controlplane', *args, '--state-dir', str(tmp_path)]
+        return subprocess.run(argv, cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=120)
+
+    started = run('start')
+    assert started.returncode == 0, started.stderr
+    pids = json.loads((tmp_path / 'state.json').read_text())['pids']
+    assert started.stdout == f'export KUBECONFIG={tmp_path / "admin.kubeconfig"}\n'
+    assert run('status').returncode == 0
+    assert run('stop').returncode == 0
+    assert [pid for pid in pids.values() if not _is_gone(pid)] == []

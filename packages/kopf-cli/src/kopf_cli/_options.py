@@ -1,0 +1,67 @@
+"""
+The command line options shared by several commands.
+
+Every command configures the logging first, from its logging options, before
+anything else is imported or done: otherwise, the early messages would go out
+in the wrong format, or would be lost or shown in spite of the verbosity.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, TypeVar
+
+import click
+
+import kopf
+
+_FnT = TypeVar('_FnT', bound=Callable[..., Any])
+
+
+class LogFormatParamType(click.Choice):  # type: ignore[type-arg]  # generic only in newer click
+    """The log formats by their names (any case): ``plain``, ``full``, ``json``."""
+
+    def __init__(self) -> None:
+        super().__init__(choices=[log_format.name.lower() for log_format in kopf.LogFormat], case_sensitive=False)
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        if isinstance(value, kopf.LogFormat):
+            return value
+        name = super().convert(value, param, ctx)
+        return kopf.LogFormat[str(name).upper()]
+
+
+def logging_options(fn: _FnT) -> _FnT:
+    """Add the logging options to a command; configure the logging before the command runs."""
+
+    @click.option('-v', '--verbose', is_flag=True, help="Show what Kopf is doing, but hide the low-level logs.")
+    @click.option('-d', '--debug', is_flag=True, help="Extremely verbose: log the asyncio & API internals too.")
+    @click.option('-q', '--quiet', is_flag=True, help="Be quiet: only show warnings and errors.")
+    @click.option('--log-format', type=LogFormatParamType(), default='full', show_default=True,
+                  help="The format of the logs.")
+    @click.option('--log-prefix/--no-log-prefix', default=None,
+                  help="Whether to prefix the object-related messages with the object's name "
+                       "(by default: yes for text logs, no for JSON logs).")
+    @click.option('--log-refkey', type=str, default=None,
+                  help="For JSON logs, the key of the object reference (by default: \"object\").")
+    @functools.wraps(fn)
+    def wrapper(
+            *args: Any,
+            verbose: bool,
+            debug: bool,
+            quiet: bool,
+            log_format: kopf.LogFormat,
+            log_prefix: Optional[bool],
+            log_refkey: Optional[str],
+            **kwargs: Any,
+    ) -> Any:
+        kopf.configure(
+            debug=debug,
+            verbose=verbose,
+            quiet=quiet,
+            log_format=log_format,
+            log_prefix=log_prefix,
+            log_refkey=log_refkey,
+        )
+        return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

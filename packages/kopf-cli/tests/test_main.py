@@ -1,0 +1,45 @@
+"""
+The ``kopf`` command group: the version, the help, the commands.
+"""
+import importlib.metadata
+
+import pytest
+from click.testing import CliRunner
+
+from kopf_cli.main import main
+
+
+def test_version_shows_the_versions_of_the_packages(runner: CliRunner) -> None:
+    result = runner.invoke(main, ['--version'])
+    assert result.exit_code == 0
+    for package in ['kopf-core', 'kopf-client', 'kopf-cli']:
+        assert f"{package} {importlib.metadata.version(package)}" in result.output
+
+
+def test_help_lists_the_commands(runner: CliRunner) -> None:
+    result = runner.invoke(main, ['--help'])
+    assert result.exit_code == 0
+    assert {'run', 'freeze', 'resume'} <= {line.split()[0] for line in result.output.splitlines()
+                                           if line.startswith('  ') and line.split()}
+
+
+@pytest.mark.parametrize('option', [
+    '--verbose', '--debug', '--quiet', '--log-format', '--log-prefix', '--no-log-prefix', '--log-refkey',
+    '--namespace', '--all-namespaces', '--standalone', '--peering', '--priority', '--dev', '--liveness',
+    '--module',
+])
+def test_run_help_lists_the_options(runner: CliRunner, option: str) -> None:
+    result = runner.invoke(main, ['run', '--help'])
+    assert result.exit_code == 0
+    assert option in result.output
+
+
+@pytest.mark.parametrize('command, option', [
+    *[('freeze', option) for option in ['--id', '--message', '--lifetime', '--priority', '--namespace',
+                                        '--all-namespaces', '--peering', '--dev', '--verbose']],
+    *[('resume', option) for option in ['--id', '--namespace', '--all-namespaces', '--peering', '--verbose']],
+])
+def test_peering_commands_help_lists_the_options(runner: CliRunner, command: str, option: str) -> None:
+    result = runner.invoke(main, [command, '--help'])
+    assert result.exit_code == 0
+    assert option in result.output

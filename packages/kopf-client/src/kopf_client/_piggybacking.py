@@ -1,0 +1,179 @@
+"""
+Authentication piggybacked on other client libraries, if they are installed.
+
+``pykube-ng`` and ``kubernetes`` (the official client) know much more about
+authentication than the rudimentary logins here: ``exec`` plugins, OIDC and
+cloud providers' ``auth-provider`` sections, token refreshing. Their config
+loaders are used as they are, and only the result needed for HTTP requests
+(the server, the TLS material, the ``Authorization`` header) is taken.
+
+Both libraries are optional: these functions are among the default login
+functions only if their library is importable. Called explicitly (from a
+``@kopf.on.login`` handler) without the library, they fail with
+:class:`kopf.LoginError`, since that is surely a mistake of the setup.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from typing import Any, Optional
+
+import kopf
+
+PYKUBE_MODULE = 'pykube'
+KUBERNETES_MODULE = 'kubernetes'
+
+
+def is_installed(module: str) -> bool:
+    """Whether a library is importable, without importing it (some are slow to import)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
+    """
+    Log in with the configuration that ``pykube-ng`` finds: in-cluster first, then kubeconfig.
+
+    For users with ``exec`` or ``auth-provider`` sections, pykube obtains the
+    token only when it sends a request; so one harmless request is sent to
+    let it do so, and the token is taken from that request's headers.
+    """
+    pykube = _import(PYKUBE_MODULE, package='pykube-ng')
+    config: Any
+    try:
+        config = pykube.KubeConfig.from_service_account()
+        logger.debug("Pykube is configured in cluster with service account.")
+    except (OSError, KeyError):  # no token file or no service host/port: not in a cluster
+        try:
+            config = pykube.KubeConfig.from_file()
+            logger.debug("Pykube is configured via kubeconfig file.")
+        except (OSError, pykube.exceptions.PyKubeError):
+            return None
+
+    cluster: Any = config.cluster
+    user: Any = config.user
+    scheme: Optional[str] = 'Bearer'
+    token: Optional[str] = user.get('token') or None
+    if token is None and ('exec' in user or 'auth-provider' in user):
+        scheme, token = _fetch_pykube_authorization(pykube, config)
+
+    return kopf.ConnectionInfo(
+        server=cluster['server'],
+        ca_data=_pykube_bytes(cluster.get('certificate-authority')),
+        insecure=bool(cluster.get('insecure-skip-tls-verify')) or None,
+        username=user.get('username') or None,
+        password=user.get('password') or None,
+        scheme=scheme if token else None,
+        token=token,
+        certificate_data=_pykube_bytes(user.get('client-certificate')),
+        private_key_data=_pykube_bytes(user.get('client-key')),
+        default_namespace=_pykube_namespace(config),
+    )
+
+
+def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
+    """
+    Log in with the configuration that ``kubernetes`` finds: in-cluster first, then kubeconfig.
+
+    The official client runs ``exec`` plugins and refreshes OIDC tokens when
+    loading the configuration, so the loaded ``Authorization`` value is ready.
+    """
+    kubernetes = _import(KUBERNETES_MODULE, package='kubernetes')
+    importlib.import_module(f'{KUBERNETES_MODULE}.config')
+    importlib.import_module(f'{KUBERNETES_MODULE}.client')
+    in_cluster = False
+    try:
+        kubernetes.config.load_incluster_config()
+        in_cluster = True
+        logger.debug("Async client is configured in cluster with service account.")
+    except kubernetes.config.ConfigException:
+        try:
+            kubernetes.config.load_kube_config()
+            logger.debug("Async client is configured via kubeconfig file.")
+        except (kubernetes.config.ConfigException, OSError):
+            return None
+
+    configuration_cls: Any = kubernetes.client.Configuration
+    get_copy = getattr(configuration_cls, 'get_default_copy', None)
+    config: Any = get_copy() if get_copy is not None else configuration_cls()
+    scheme, token = _split_authorization((config.api_key or {}).get('authorization'))
+    prefix = (getattr(config, 'api_key_prefix', None) or {}).get('authorization')
+    if prefix and token:
+        scheme = prefix
+
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert or None,
+        insecure=not config.verify_ssl,
+        username=config.username or None,
+        password=config.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=config.cert_file or None,
+        private_key_path=config.key_file or None,
+        default_namespace=_client_namespace(kubernetes, in_cluster=in_cluster),
+    )
+
+
+def _import(module: str, *, package: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise kopf.LoginError(f"The {package!r} library is not installed, so it cannot be used for login. "
+                              f"Install it (e.g. as kopf-client[full-auth]), or use another login method.") from exc
+
+
+def _split_authorization(value: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """``Bearer xyz`` → (``Bearer``, ``xyz``); a bare token is a bearer token."""
+    if not value or not value.strip():
+        return None, None
+    parts = value.strip().split(None, 1)
+    if len(parts) == 1:
+        return 'Bearer', parts[0]
+    scheme = 'Bearer' if parts[0].lower() == 'bearer' else parts[0]
+    return scheme, parts[1].strip()
+
+
+def _fetch_pykube_authorization(pykube: Any, config: Any) -> tuple[Optional[str], Optional[str]]:
+    """Let pykube run its auth plugins in one request, and take the header it has sent."""
+    api = pykube.HTTPClient(config)
+    response = api.get(version='', base='/')  # the status does not matter, only the sent headers
+    header = response.request.headers.get('Authorization')
+    return _split_authorization(header)
+
+
+def _pykube_bytes(value: Any) -> Optional[bytes]:
+    """Pykube wraps certificates (whether given as files or as data) into objects with ``.bytes()``."""
+    if value is None:
+        return None
+    data: Optional[bytes] = value.bytes()
+    return data or None
+
+
+def _pykube_namespace(config: Any) -> Optional[str]:
+    try:
+        namespace: Optional[str] = config.namespace
+    except (KeyError, AttributeError):
+        return None
+    return namespace or None
+
+
+def _client_namespace(kubernetes: Any, *, in_cluster: bool) -> Optional[str]:
+    """The namespace of the pod or of the current kubeconfig context (the client does not keep it)."""
+    if in_cluster:
+        path = os.path.join('/var/run/secrets/kubernetes.io/serviceaccount', 'namespace')
+        try:
+            with open(path, encoding='utf-8') as f:
+                return f.read().strip() or None
+        except OSError:
+            return None
+    try:
+        _, active = kubernetes.config.list_kube_config_contexts()
+    except Exception:  # the config was loaded just now; any failure here is cosmetic
+        return None
+    namespace: Optional[str] = ((active or {}).get('context') or {}).get('namespace')
+    return namespace or None
+

@@ -1,0 +1,73 @@
+"""
+Reading the responses' bodies and turning error responses into API errors.
+
+Kubernetes answers errors with a ``Status`` object (``{"kind": "Status",
+"code": 409, "reason": "AlreadyExists", "message": ...}``); the framework
+looks into it (e.g. for the conflict's details), so it is kept as the error's
+payload. Proxies and load balancers in front of the API server answer with
+HTML or plain text instead: then the text becomes the message.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Optional
+
+import aiohttp
+
+from kopf import clients
+from kopf_client import _retrying
+
+# Long HTML pages of proxies would flood the logs; the beginning is enough to diagnose.
+_MAX_MESSAGE_LENGTH = 1000
+
+
+async def read_body(response: aiohttp.ClientResponse) -> tuple[Any, str]:
+    """
+    Read the whole body: the parsed JSON (or ``None``) and the raw text.
+
+    Success responses must be JSON (anything else is a server bug and raises);
+    error responses are parsed leniently, as they can come from intermediaries.
+    """
+    raw = await response.read()
+    text = raw.decode('utf-8', errors='replace')
+    if not raw.strip():
+        return None, text
+    try:
+        return json.loads(raw), text
+    except ValueError:
+        if response.status >= 400:
+            return None, text
+        raise
+
+
+def make_error(
+        *,
+        status: int,
+        payload: Any,
+        text: str,
+        headers: Optional[Mapping[str, str]] = None,
+) -> clients.APIError:
+    """The most specific :class:`kopf.clients.APIError` for an error response."""
+    cls = clients.error_class_for_status(status)
+    status_payload = payload if isinstance(payload, Mapping) else None
+    message = None
+    if not (status_payload or {}).get('message') and text.strip():
+        message = text.strip()[:_MAX_MESSAGE_LENGTH]
+    if issubclass(cls, clients.APITooManyRequestsError):
+        retry_after = _retrying.parse_retry_after((headers or {}).get('Retry-After'))
+        return cls(status_payload, status=status, message=message, retry_after=retry_after)
+    return cls(status_payload, status=status, message=message)
+
+
+def make_watch_error(status_object: Mapping[str, Any]) -> clients.APIError:
+    """
+    The error of an ``ERROR`` watch-event (its object is a ``Status``).
+
+    The HTTP status of the stream itself is 200; the real status is in the
+    object's ``code`` (e.g. 410 for an expired resource version). A code-less
+    error is treated as a server error, so that the caller reconnects.
+    """
+    code = status_object.get('code')
+    status = code if isinstance(code, int) and code >= 400 else 500
+    cls = clients.error_class_for_status(status)
+    return cls(status_object, status=status)

@@ -1,0 +1,88 @@
+"""
+The budget of retries of one API request: network errors, 5xx and 429.
+
+Kubernetes API servers restart, aggregated APIs flap, load balancers drop
+connections: such errors are presumed temporary and are retried with the
+back-offs from ``settings.networking.error_backoffs``. Each request gets its
+own budget (a fresh iteration of the back-offs), so a success resets the
+intervals for the next request. When the budget is spent, the error of the
+last attempt escalates to the caller — the framework then throttles the
+object or the task, instead of the client blocking forever.
+
+4xx errors are never retried here: the request is wrong and will stay wrong.
+401 is not retried here either: it changes the credentials, not the timing,
+and is bounded by the vault (which runs out of credentials eventually).
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import time
+from typing import Awaitable, Callable, Iterable, Iterator, Optional
+
+import aiohttp
+
+SleepFn = Callable[[float], Awaitable[None]]
+
+# What is presumed to be a temporary problem of the network or the server process,
+# not of the request. Timeouts are of single attempts: aiohttp's own timeouts
+# (some of them are also ClientConnectionError) and those of the socket operations.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientConnectionError,  # incl. refused connections, resets, server disconnects
+    aiohttp.ClientPayloadError,  # a body cut in the middle
+    asyncio.TimeoutError,
+)
+
+
+class RetryBudget:
+    """
+    The remaining back-offs of one request, consumed one per failed attempt.
+
+    It only counts and says how long to wait; the waiting itself is up to
+    the caller (with an injectable sleep, so that tests need no real time).
+    """
+
+    def __init__(self, backoffs: Iterable[float]) -> None:
+        self._backoffs: Iterator[float] = iter(backoffs)
+        self.attempt = 1  # the number of the attempt currently in progress, for logging
+
+    def take(self, *, delay: Optional[float] = None) -> Optional[float]:
+        """
+        How long to wait before the next attempt, or ``None`` if there is none left.
+
+        The delay, if given (e.g. from ``Retry-After``), replaces the next
+        back-off value, but still consumes one: so that a server that keeps
+        throttling is not retried endlessly.
+        """
+        backoff = next(self._backoffs, None)
+        if backoff is None:
+            return None
+        self.attempt += 1
+        return float(backoff if delay is None else delay)
+
+
+def parse_retry_after(value: Optional[str], *, now: Optional[float] = None) -> Optional[float]:
+    """
+    The delay in seconds from a ``Retry-After`` header, or ``None`` if absent/invalid.
+
+    Kubernetes sends seconds; HTTP-dates are accepted too, as RFC 9110 allows
+    them and proxies in front of the API server might send them.
+    """
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            moment = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if moment.tzinfo is None:
+            return None
+        current = now if now is not None else time.time()
+        return max(0.0, moment.timestamp() - current)
+    if math.isnan(seconds) or math.isinf(seconds) or seconds < 0:
+        return None
+    return seconds

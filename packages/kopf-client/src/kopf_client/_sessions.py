@@ -1,0 +1,124 @@
+"""
+HTTP sessions, one per credentials, with their connection pools.
+
+The credentials define the connection itself (the server, the CA, the
+client certificate), not only the headers; so each credentials item gets its
+own :class:`aiohttp.ClientSession` with its own connector, kept for as long
+as the credentials are in use: connections are reused across requests.
+
+When credentials are replaced (the same vault key with new values after a
+re-login) or invalidated (after a 401), their session is retired: it gets no
+new requests, and is closed once the requests in flight (e.g. long watch
+streams) are over — those are not broken just because another request saw
+a 401 with the same token; they will see it themselves on their next attempt.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+from typing import AsyncIterator, Dict, Mapping, Optional, Set
+
+import aiohttp
+
+from kopf import clients
+from kopf_client import _tls
+
+
+def _user_agent() -> str:
+    try:
+        version = importlib.metadata.version('kopf-client')
+    except importlib.metadata.PackageNotFoundError:  # e.g. when vendored as sources
+        version = 'unknown'
+    return f'kopf-client/{version}'
+
+
+def make_session(info: clients.ConnectionInfo, *, headers: Optional[Mapping[str, str]] = None) -> aiohttp.ClientSession:
+    """
+    A session that authenticates every request with these credentials.
+
+    A token wins over a username/password pair: both go into the same
+    ``Authorization`` header, and only one can be sent. The connection pool is
+    unlimited: watch streams hold their connections for minutes, and a limit
+    would make the regular requests wait behind them.
+    """
+    all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {})}
+    auth: Optional[aiohttp.BasicAuth] = None
+    if info.token:
+        all_headers['Authorization'] = f'{info.scheme or "Bearer"} {info.token}'
+    elif info.username is not None:
+        auth = aiohttp.BasicAuth(info.username, info.password or '')
+    connector = aiohttp.TCPConnector(limit=0, ssl=_tls.make_ssl_context(info))
+    return aiohttp.ClientSession(connector=connector, headers=all_headers, auth=auth)
+
+
+@dataclasses.dataclass(eq=False)
+class _Entry:
+    info: clients.ConnectionInfo
+    session: aiohttp.ClientSession
+    users: int = 0
+
+
+class SessionPool:
+    """The sessions of all credentials in use, by their vault keys."""
+
+    def __init__(self, *, headers: Optional[Mapping[str, str]] = None) -> None:
+        self._headers = dict(headers or {})
+        self._current: Dict[clients.VaultKey, _Entry] = {}
+        self._retired: Set[_Entry] = set()  # still in use by requests in flight
+        self._closed = False
+
+    def __len__(self) -> int:
+        """The number of sessions open (current and retired but still in use)."""
+        return len(self._current) + len(self._retired)
+
+    @contextlib.asynccontextmanager
+    async def session(
+            self,
+            key: clients.VaultKey,
+            info: clients.ConnectionInfo,
+    ) -> AsyncIterator[aiohttp.ClientSession]:
+        """Use the session of these credentials for one request (or one stream)."""
+        entry = await self._acquire(key, info)
+        try:
+            yield entry.session
+        finally:
+            entry.users -= 1
+            if entry in self._retired and entry.users <= 0:
+                self._retired.discard(entry)
+                await entry.session.close()
+
+    async def retire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> None:
+        """Stop using the session of these (invalid) credentials; close it when unused."""
+        entry = self._current.get(key)
+        if entry is not None and entry.info == info:
+            await self._retire(key)
+
+    async def close(self) -> None:
+        """Close all sessions, including those in use: the client is being closed."""
+        self._closed = True
+        entries = [*self._current.values(), *self._retired]
+        self._current.clear()
+        self._retired.clear()
+        for entry in entries:
+            await entry.session.close()
+
+    async def _acquire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> _Entry:
+        if self._closed:
+            raise RuntimeError("The API client is closed and cannot make requests anymore.")
+        entry = self._current.get(key)
+        if entry is not None and entry.info != info:  # re-populated with new credentials
+            await self._retire(key)
+            entry = None
+        if entry is None:
+            entry = _Entry(info=info, session=make_session(info, headers=self._headers))
+            self._current[key] = entry
+        entry.users += 1
+        return entry
+
+    async def _retire(self, key: clients.VaultKey) -> None:
+        entry = self._current.pop(key)
+        if entry.users > 0:
+            self._retired.add(entry)
+        else:
+            await entry.session.close()

@@ -1,0 +1,232 @@
+"""
+Retrying of network errors, 5xx and 429 — and not retrying of other 4xx.
+
+The requests go to a real local server; the sleeps between the attempts are
+recorded by the client fixture instead of being slept.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+from typing import TYPE_CHECKING, List
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+import kopf
+from kopf import clients
+from kopf_client import AiohttpClient
+from kopf_client._retrying import RetryBudget, parse_retry_after
+
+if TYPE_CHECKING:
+    from conftest import FakeApi
+
+PODS = kopf.Resource('', 'v1', 'pods', kind='Pod', namespaced=True)
+POD_PATH = '/api/v1/namespaces/ns/pods/pod1'
+POD = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'pod1'}}
+
+
+def test_budget_gives_the_backoffs_in_order_then_none() -> None:
+    budget = RetryBudget([1, 2, 3])
+    assert [budget.take(), budget.take(), budget.take(), budget.take()] == [1, 2, 3, None]
+
+
+def test_budget_replaces_the_backoff_with_the_given_delay_but_consumes_it() -> None:
+    budget = RetryBudget([1, 2])
+    assert [budget.take(delay=10), budget.take(), budget.take(delay=10)] == [10, 2, None]
+
+
+def test_budget_counts_the_attempts() -> None:
+    budget = RetryBudget([1, 2])
+    budget.take()
+    budget.take()
+    assert budget.attempt == 3
+
+
+def test_budget_with_no_backoffs_allows_no_retries() -> None:
+    assert RetryBudget([]).take() is None
+
+
+@pytest.mark.parametrize('value, expected', [
+    pytest.param('3', 3.0, id='seconds'),
+    pytest.param(' 1.5 ', 1.5, id='fractional'),
+    pytest.param('0', 0.0, id='zero'),
+    pytest.param(None, None, id='absent'),
+    pytest.param('', None, id='empty'),
+    pytest.param('-1', None, id='negative'),
+    pytest.param('soon', None, id='garbage'),
+    pytest.param('nan', None, id='nan'),
+])
+def test_retry_after_in_seconds(value: str | None, expected: float | None) -> None:
+    assert parse_retry_after(value) == expected
+
+
+def test_retry_after_as_http_date_is_relative_to_now() -> None:
+    value = email.utils.formatdate(1_000_030, usegmt=True)
+    assert parse_retry_after(value, now=1_000_000) == 30
+
+
+async def test_server_errors_are_retried_until_success(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1, 2, 3]
+    api.add(POD_PATH, {'message': 'etcd is sad'}, status=500)
+    api.add(POD_PATH, {'message': 'unavailable'}, status=503)
+    api.add(POD_PATH, POD)
+    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    assert body == POD
+    assert sleeps == [1, 2]
+    assert len(api.requests) == 3
+
+
+async def test_server_errors_escalate_when_the_backoffs_are_over(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    for message in ['first', 'second', 'third']:
+        api.add(POD_PATH, {'kind': 'Status', 'code': 503, 'message': message}, status=503)
+    with pytest.raises(clients.APIServerError) as err:
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert err.value.status == 503
+    assert str(err.value) == 'third'  # the last attempt's error
+    assert sleeps == [1, 2]
+    assert len(api.requests) == 3
+
+
+async def test_a_single_number_as_backoffs_means_one_retry(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = 5
+    api.add(POD_PATH, status=500)
+    api.add(POD_PATH, status=500)
+    with pytest.raises(clients.APIServerError):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [5]
+
+
+async def test_no_backoffs_mean_no_retries(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = []
+    api.add(POD_PATH, status=502)
+    with pytest.raises(clients.APIServerError):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == []
+    assert len(api.requests) == 1
+
+
+async def test_backoffs_restart_for_every_request(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    for _ in range(2):
+        api.add(POD_PATH, status=500)
+        api.add(POD_PATH, POD)
+    await client.get_object(PODS, namespace='ns', name='pod1')
+    await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [1, 1]
+
+
+@pytest.mark.parametrize('status, error_cls', [
+    pytest.param(400, clients.APIClientError, id='400'),
+    pytest.param(403, clients.APIForbiddenError, id='403'),
+    pytest.param(404, clients.APINotFoundError, id='404'),
+    pytest.param(409, clients.APIConflictError, id='409'),
+    pytest.param(422, clients.APIUnprocessableEntityError, id='422'),
+])
+async def test_client_errors_are_not_retried(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+        status: int, error_cls: type[clients.APIError],
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    api.add(POD_PATH, {'kind': 'Status', 'code': status, 'message': 'no'}, status=status)
+    with pytest.raises(error_cls):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == []
+    assert len(api.requests) == 1
+
+
+async def test_throttling_waits_for_retry_after_and_retries(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    api.add(POD_PATH, {'kind': 'Status', 'code': 429}, status=429, headers={'Retry-After': '7'})
+    api.add(POD_PATH, POD)
+    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    assert body == POD
+    assert sleeps == [7]
+
+
+async def test_throttling_without_retry_after_waits_for_the_backoff(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [3]
+    api.add(POD_PATH, status=429)
+    api.add(POD_PATH, POD)
+    await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [3]
+
+
+async def test_throttling_escalates_when_the_backoffs_are_over(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1]
+    api.add(POD_PATH, status=429, headers={'Retry-After': '7'})
+    api.add(POD_PATH, status=429, headers={'Retry-After': '8'})
+    with pytest.raises(clients.APITooManyRequestsError) as err:
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert err.value.retry_after == 8
+    assert sleeps == [7]
+
+
+async def test_dropped_connections_are_retried(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    api.add_drop(POD_PATH)
+    api.add(POD_PATH, POD)
+    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    assert body == POD
+    assert sleeps == [1]
+
+
+async def test_dropped_connections_escalate_when_the_backoffs_are_over(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    settings.networking.error_backoffs = [1]
+    api.add_drop(POD_PATH)
+    api.add_drop(POD_PATH)
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [1]
+
+
+async def test_timed_out_attempts_are_retried(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+) -> None:
+    async def hang(_: web.Request) -> web.StreamResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    settings.networking.request_timeout = 0.01
+    settings.networking.error_backoffs = [1]
+    api.add_handler(POD_PATH, hang)
+    api.add(POD_PATH, POD)
+    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    assert body == POD
+    assert sleeps == [1]
+
+
+async def test_refused_connections_are_retried_then_escalate(
+        settings: kopf.OperatorSettings, sleeps: List[float], unused_tcp_port: int,
+) -> None:
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+
+    settings.networking.error_backoffs = [1, 2]
+    vault = clients.Vault({'dead': kopf.ConnectionInfo(server=f'http://127.0.0.1:{unused_tcp_port}')})
+    async with AiohttpClient(vault=vault, settings=settings, sleep=sleep) as client:
+        with pytest.raises(OSError):  # aiohttp's connection errors are also OSError
+            await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [1, 2]

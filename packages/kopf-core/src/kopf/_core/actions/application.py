@@ -1,0 +1,182 @@
+"""
+Application of the accumulated patch to the object in the cluster.
+
+The framework's own changes (progress, results, the diff-base) and the
+user's ``patch`` are merged into as few requests as the resource allows:
+one merge-patch for the object, one more for the ``status`` subresource if
+the resource has it (its main endpoint ignores status changes then), and a
+JSON-patch for the transformation functions (``patch.fns``), which need the
+freshest body and a ``test`` on ``resourceVersion`` to be safe.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Mapping, Optional
+
+from kopf._cogs.clients import errors as apierrors
+from kopf._cogs.clients import protocols
+from kopf._cogs.helpers import typedefs
+from kopf._cogs.structs import bodies, patches, references
+
+
+async def apply_patch(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: bodies.Body,
+        patch: patches.Patch,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    """
+    Send the patch; return the object's body as the API returned it.
+
+    Returns ``None`` if the object has disappeared meanwhile (nothing to patch).
+    The transformation functions that could not be applied due to a conflict
+    are left in ``patch.fns`` for the next cycle; everything else is cleared.
+    """
+    namespace = body.metadata.namespace
+    name = _name_of(body)
+    merge = {key: value for key, value in patch.items()}
+    status_patch: Optional[Dict[str, Any]] = None
+    if 'status' in resource.subresources and 'status' in merge:
+        status_patch = {'status': merge.pop('status')}
+
+    latest: Optional[typedefs.RawBody] = None
+    try:
+        if merge:
+            logger.debug(f"Merge-patching the resource with: {merge!r}")
+            latest = await client.patch_object(resource, namespace=namespace, name=name, patch=merge,
+                                               patch_type=protocols.PatchType.MERGE)
+        if status_patch:
+            logger.debug(f"Merge-patching the resource with: {status_patch!r}")
+            latest = await client.patch_object(resource, namespace=namespace, name=name, patch=status_patch,
+                                               patch_type=protocols.PatchType.MERGE, subresource='status')
+    except apierrors.APINotFoundError:
+        logger.debug("Patching was skipped: the object does not exist anymore.")
+        patch.clear()
+        return None
+
+    if latest is not None:
+        _report_inconsistencies(patch={**merge, **(status_patch or {})}, result=latest, logger=logger)
+    patch.clear()
+
+    fns = list(patch.fns)
+    if fns:
+        latest = await _apply_fns(client=client, resource=resource, body=latest or dict(body),
+                                  fns=fns, patch=patch, logger=logger)
+    return latest
+
+
+async def _apply_fns(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: Mapping[str, Any],
+        fns: List[Any],
+        patch: patches.Patch,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    namespace = body.get('metadata', {}).get('namespace')
+    name = _name_of(body)
+    ops = patches.build_json_patch(body=copy.deepcopy(dict(body)), fns=fns)
+    patch.fns.clear()
+    if len(ops) <= 1:  # only the resourceVersion test: the functions changed nothing
+        return dict(body)
+    logger.debug(f"JSON-patching the resource with: {ops!r}")
+    try:
+        return await client.patch_object(resource, namespace=namespace, name=name, patch=ops,
+                                         patch_type=protocols.PatchType.JSON)
+    except (apierrors.APIConflictError, apierrors.APIUnprocessableEntityError):
+        # Someone changed the object since it was read: retry the functions on the next cycle.
+        patch.fns.extend(fns)
+        return None
+    except apierrors.APINotFoundError:
+        return None
+
+
+def _report_inconsistencies(*, patch: Mapping[str, Any], result: Mapping[str, Any], logger: Any) -> None:
+    """Warn if some patched values did not land (e.g. pruned by the CRD's schema)."""
+    missing = list(_iter_missing(patch, result, ()))
+    if missing:
+        logger.warning(f"Merge-patching finished with inconsistencies: {missing!r}")
+
+
+def _iter_missing(patch: Any, result: Any, path: tuple[str, ...]) -> Any:
+    if isinstance(patch, Mapping):
+        for key, value in patch.items():
+            actual = result.get(key) if isinstance(result, Mapping) else None
+            yield from _iter_missing(value, actual, (*path, key))
+    elif patch is None:
+        if result is not None:
+            yield ('remove', path, result, None)
+    elif patch != result:
+        yield ('change', path, result, patch)
+
+
+async def add_finalizer(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: bodies.Body,
+        finalizer: str,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    """Append the finalizer with a JSON-patch guarded by the resourceVersion."""
+    finalizers = list(body.metadata.get('finalizers', []))
+    if finalizer in finalizers:
+        return None
+    ops: List[Dict[str, Any]] = [_rv_test(body)]
+    if 'finalizers' in body.metadata:
+        ops.append({'op': 'add', 'path': '/metadata/finalizers/-', 'value': finalizer})
+    else:
+        ops.append({'op': 'add', 'path': '/metadata/finalizers', 'value': [finalizer]})
+    return await _json_patch_meta(client=client, resource=resource, body=body, ops=ops, logger=logger)
+
+
+async def remove_finalizer(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: bodies.Body,
+        finalizer: str,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    """Remove all copies of the finalizer with a JSON-patch guarded by the resourceVersion."""
+    finalizers = list(body.metadata.get('finalizers', []))
+    indexes = [index for index, value in enumerate(finalizers) if value == finalizer]
+    if not indexes:
+        return None
+    ops: List[Dict[str, Any]] = [_rv_test(body)]
+    ops.extend({'op': 'remove', 'path': f'/metadata/finalizers/{index}'} for index in reversed(indexes))
+    return await _json_patch_meta(client=client, resource=resource, body=body, ops=ops, logger=logger)
+
+
+def _name_of(body: Mapping[str, Any]) -> str:
+    name = body.get('metadata', {}).get('name')
+    if not name:
+        raise ValueError(f"Only named objects can be patched; got one with no name: {body!r}")
+    return str(name)
+
+
+def _rv_test(body: bodies.Body) -> Dict[str, Any]:
+    return {'op': 'test', 'path': '/metadata/resourceVersion', 'value': body.metadata.get('resourceVersion')}
+
+
+async def _json_patch_meta(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: bodies.Body,
+        ops: List[Dict[str, Any]],
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    logger.debug(f"JSON-patching the resource with: {ops!r}")
+    try:
+        return await client.patch_object(resource, namespace=body.metadata.namespace, name=_name_of(body),
+                                         patch=ops, patch_type=protocols.PatchType.JSON)
+    except (apierrors.APIConflictError, apierrors.APIUnprocessableEntityError):
+        # The object has changed since: the newer version comes as a new event and is handled then.
+        logger.debug("JSON-patching was rejected: the object has changed; waiting for the newer version.")
+        return None
+    except apierrors.APINotFoundError:
+        return None

@@ -1,0 +1,156 @@
+"""
+Execution of handlers with their error protocol: retries, timeouts, backoffs.
+
+One call executes the handlers that are ready now, each once, in the order of
+declaration, and returns their outcomes; the caller persists them and decides
+when to come back. The log lines are part of the public interface (users'
+tests assert on them), so their wording is fixed.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+
+from kopf._core.actions import errors, invocation, progression
+from kopf._core.intents import handlers
+from kopf._cogs.configs import configuration
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionContext:
+    """What one execution round needs besides the handlers."""
+    settings: configuration.OperatorSettings
+    logger: Any
+    build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]]
+
+
+async def execute_handlers_once(
+        *,
+        handlers_: Sequence[handlers.BaseHandler],
+        state: progression.State,
+        context: ExecutionContext,
+        default_errors: handlers.ErrorsMode = handlers.ErrorsMode.TEMPORARY,
+) -> Mapping[handlers.HandlerId, progression.HandlerOutcome]:
+    """Run every handler that is due now (not finished, not delayed), each once."""
+    outcomes: Dict[handlers.HandlerId, progression.HandlerOutcome] = {}
+    now = progression.utcnow()
+    for handler in handlers_:
+        handler_state = state.get(handler.id) or progression.HandlerState.from_scratch(purpose=state.purpose)
+        if not handler_state.is_awakened(now):
+            continue
+        outcomes[handler.id] = await execute_handler_once(
+            handler=handler, state=handler_state, context=context, default_errors=default_errors)
+    return outcomes
+
+
+async def execute_handler_once(
+        *,
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+        context: ExecutionContext,
+        default_errors: handlers.ErrorsMode = handlers.ErrorsMode.TEMPORARY,
+) -> progression.HandlerOutcome:
+    """Invoke one handler once and classify its exception (if any) into an outcome."""
+    logger = context.logger
+    errors_mode = handler.errors if handler.errors is not None else default_errors
+    backoff = handler.backoff if handler.backoff is not None else _default_backoff(context.settings)
+    title = handler.title
+
+    # Check the limits before the attempt: a restarted operator must not exceed them either.
+    if handler.timeout is not None and state.runtime.total_seconds() >= handler.timeout:
+        exc: BaseException = errors.HandlerTimeoutError(
+            f"{title} has timed out after {state.runtime}.")
+        logger.error(str(exc))
+        return progression.HandlerOutcome(final=True, exception=exc)
+    if handler.retries is not None and state.retries >= handler.retries:
+        exc = errors.HandlerRetriesError(f"{title} has exceeded {state.retries} retries.")
+        logger.error(str(exc))
+        return progression.HandlerOutcome(final=True, exception=exc)
+
+    try:
+        logger.debug(f"{title} is invoked.")
+        result = await invocation.invoke(
+            handler.fn, kwargs=context.build_kwargs(handler, state), settings=context.settings)
+    except errors.HandlerChildrenRetry as e:
+        logger.debug(f"{title} has unfinished sub-handlers. Will retry soon.")
+        return progression.HandlerOutcome(final=False, exception=e, delay=e.delay)
+    except errors.PermanentError as e:
+        logger.error(f"{title} failed permanently: {_text(e)}")
+        return progression.HandlerOutcome(final=True, exception=e)
+    except errors.TemporaryError as e:
+        return _temporary_outcome(handler=handler, state=state, logger=logger, exc=e, delay=e.delay)
+    except asyncio.CancelledError:
+        logger.warning(f"{title} is cancelled. Will escalate.")
+        raise
+    except Exception as e:
+        return _arbitrary_outcome(handler=handler, state=state, logger=logger, exc=e,
+                                  errors_mode=errors_mode, backoff=backoff)
+    else:
+        logger.info(f"{title} succeeded.")
+        return progression.HandlerOutcome(final=True, result=result)
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc) or repr(exc)
+
+
+def _default_backoff(settings: configuration.OperatorSettings) -> float:
+    execution = settings.execution
+    value = getattr(execution, 'default_backoff', None)
+    return float(value) if value is not None else handlers.DEFAULT_BACKOFF
+
+
+def _temporary_outcome(
+        *,
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+        logger: Any,
+        exc: BaseException,
+        delay: Optional[float],
+) -> progression.HandlerOutcome:
+    title, text = handler.title, _text(exc)
+    if handler.timeout is not None and delay is not None and \
+            state.runtime.total_seconds() + delay >= handler.timeout:
+        logger.error(f"{title} failed temporarily but will time out after {handler.timeout} seconds: {text}")
+    elif handler.retries is not None and state.retries + 1 >= handler.retries:
+        logger.error(f"{title} failed temporarily but will exceed {handler.retries} retries: {text}")
+    else:
+        logger.error(f"{title} failed temporarily: {text}")
+    return progression.HandlerOutcome(final=False, exception=exc, delay=delay)
+
+
+def _arbitrary_outcome(
+        *,
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+        logger: Any,
+        exc: BaseException,
+        errors_mode: handlers.ErrorsMode,
+        backoff: float,
+) -> progression.HandlerOutcome:
+    title, text = handler.title, _text(exc)
+    prefix = f"{title} failed with an exception and will"
+    if errors_mode == handlers.ErrorsMode.IGNORED:
+        logger.exception(f"{prefix} ignore it: {text}")
+        return progression.HandlerOutcome(final=True)
+    if errors_mode == handlers.ErrorsMode.PERMANENT:
+        logger.exception(f"{prefix} stop now: {text}")
+        return progression.HandlerOutcome(final=True, exception=exc)
+    if handler.timeout is not None and state.runtime.total_seconds() + backoff >= handler.timeout:
+        logger.exception(f"{prefix} stop now (it would time out in {handler.timeout} seconds "
+                         f"on the next attempt): {text}")
+        return progression.HandlerOutcome(final=True, exception=exc)
+    if handler.retries is not None and state.retries + 1 >= handler.retries:
+        logger.exception(f"{prefix} stop now (it would exceed {handler.retries} retries "
+                         f"on the next attempt): {text}")
+        return progression.HandlerOutcome(final=True, exception=exc)
+    logger.exception(f"{prefix} try again in {backoff} seconds: {text}")
+    return progression.HandlerOutcome(final=False, exception=exc, delay=backoff)
+
+
+def format_timedelta(delta: datetime.timedelta) -> str:
+    return str(delta)
+
+

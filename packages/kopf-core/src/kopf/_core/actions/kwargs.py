@@ -1,0 +1,84 @@
+"""
+The keyword arguments passed to handlers and filters (see "Arguments" in the manual).
+
+They are derived from the cause and the handler's state; building them in one
+place keeps handlers, filters and sub-handlers consistent with each other.
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Any, Dict, Optional
+
+from kopf._core.intents import causes, handlers
+from kopf._core.actions import progression
+from kopf._cogs.structs import diffs
+
+
+def build_resource_kwargs(cause: causes.BaseCause) -> Dict[str, Any]:
+    """The kwargs common to all resource handlers: the object and its parts."""
+    body = cause.body
+    kwargs: Dict[str, Any] = dict(
+        resource=cause.resource,
+        body=body,
+        spec=body.spec,
+        meta=body.metadata,
+        status=body.status,
+        uid=body.metadata.uid,
+        name=body.metadata.name,
+        namespace=body.metadata.namespace,
+        labels=body.metadata.labels,
+        annotations=body.metadata.annotations,
+        patch=cause.patch,
+        logger=cause.logger,
+        memo=cause.memo,
+    )
+    if cause.indices:
+        kwargs.update(cause.indices)  # indices override the framework's kwargs by name
+    return kwargs
+
+
+def build_watching_kwargs(cause: causes.WatchingCause) -> Dict[str, Any]:
+    kwargs = build_resource_kwargs(cause)
+    kwargs.update(event=cause.event, type=cause.type)
+    return kwargs
+
+
+def build_changing_kwargs(
+        cause: causes.ChangingCause,
+        *,
+        handler: Optional[handlers.BaseHandler] = None,
+        state: Optional[progression.HandlerState] = None,
+) -> Dict[str, Any]:
+    kwargs = build_resource_kwargs(cause)
+    diff, old, new = cause.diff, cause.old, cause.new
+    if handler is not None and isinstance(handler, handlers.ResourceHandler) and handler.field:
+        diff = diffs.reduce(cause.diff, handler.field)
+        old = _resolve(cause.old, handler.field)
+        new = _resolve(cause.new, handler.field)
+    kwargs.update(
+        reason=cause.reason,
+        diff=diff,
+        old=old,
+        new=new,
+    )
+    if handler is not None:
+        kwargs.update(param=handler.param)
+    if state is not None:
+        kwargs.update(
+            retry=state.retries,
+            # Naive UTC, as users compare it with datetime.utcnow()-like values.
+            started=state.started.astimezone(datetime.timezone.utc).replace(tzinfo=None),
+            runtime=progression.utcnow() - state.started,
+        )
+    else:
+        now = progression.utcnow().replace(tzinfo=None)
+        kwargs.update(retry=0, started=now, runtime=datetime.timedelta(0))
+    return kwargs
+
+
+def _resolve(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+    return obj

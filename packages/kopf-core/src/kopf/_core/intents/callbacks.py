@@ -1,0 +1,57 @@
+"""
+The types of the user-provided callables: handlers, filters, value callbacks.
+
+They are deliberately loose (``Callable[..., ...]``): handlers accept any
+subset of the documented kwargs plus ``**kwargs``, which no static type can
+express precisely. The names document the intended role of each callable.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Coroutine, TypeAlias, Union
+
+# A handler of any kind: sync or async, returning a result or None.
+HandlerFn: TypeAlias = Callable[..., Union[object, Coroutine[Any, Any, object]]]
+
+ActivityFn: TypeAlias = HandlerFn
+ChangingFn: TypeAlias = HandlerFn
+WatchingFn: TypeAlias = HandlerFn
+
+# A whole-body filter (``when=``): called with the handler's kwargs.
+WhenFilterFn: TypeAlias = Callable[..., bool]
+
+# A value filter (``labels={'x': fn}``, ``value=fn``): the value is positional.
+MetaFilterFn: TypeAlias = Callable[..., bool]
+
+
+def not_(fn: Callable[..., bool]) -> Callable[..., bool]:
+    """The filter passes when the function returns false."""
+    def not_fn(*args: Any, **kwargs: Any) -> bool:
+        return not fn(*args, **kwargs)
+    return not_fn
+
+
+def all_(fns: Any) -> Callable[..., bool]:
+    """The filter passes when all the functions return true."""
+    fns = list(fns)
+
+    def all_fn(*args: Any, **kwargs: Any) -> bool:
+        return all(fn(*args, **kwargs) for fn in fns)
+    return all_fn
+
+
+def any_(fns: Any) -> Callable[..., bool]:
+    """The filter passes when at least one of the functions returns true."""
+    fns = list(fns)
+
+    def any_fn(*args: Any, **kwargs: Any) -> bool:
+        return any(fn(*args, **kwargs) for fn in fns)
+    return any_fn
+
+
+def none_(fns: Any) -> Callable[..., bool]:
+    """The filter passes when all the functions return false."""
+    fns = list(fns)
+
+    def none_fn(*args: Any, **kwargs: Any) -> bool:
+        return not any(fn(*args, **kwargs) for fn in fns)
+    return none_fn

@@ -1,0 +1,135 @@
+"""
+Handlers: the registered user functions with everything known about them.
+
+A handler is immutable once registered; the decorators build them, the
+registries keep them, the engine selects and invokes them per cause.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Mapping, NewType, Optional, Tuple
+
+from kopf._core.intents import callbacks, causes, filters
+from kopf._cogs.structs import references
+
+HandlerId = NewType('HandlerId', str)
+
+
+class ErrorsMode(enum.Enum):
+    """How arbitrary (non-kopf) exceptions of a handler are treated."""
+    IGNORED = enum.auto()
+    TEMPORARY = enum.auto()
+    PERMANENT = enum.auto()
+
+
+class Activity(str, enum.Enum):
+    """The operator-level activities (not related to any object)."""
+    STARTUP = 'startup'
+    CLEANUP = 'cleanup'
+    AUTHENTICATION = 'authentication'
+    PROBE = 'probe'
+
+
+DEFAULT_BACKOFF = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseHandler:
+    fn: callbacks.HandlerFn
+    id: HandlerId
+    param: Optional[Any]
+    errors: Optional[ErrorsMode]
+    timeout: Optional[float]
+    retries: Optional[int]
+    backoff: Optional[float]
+
+    def __str__(self) -> str:
+        return f"Handler {self.id!r}"
+
+    @property
+    def title(self) -> str:
+        """How the handler is named in the log lines: ``Handler 'fn'``."""
+        return f"Handler {self.id!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivityHandler(BaseHandler):
+    activity: Optional[Activity] = None
+
+    @property
+    def title(self) -> str:
+        return f"Activity {self.id!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceHandler(BaseHandler):
+    selector: Optional[references.Selector] = None
+    labels: Optional[filters.MetaFilter] = None
+    annotations: Optional[filters.MetaFilter] = None
+    when: Optional[callbacks.WhenFilterFn] = None
+    field: Optional[Tuple[str, ...]] = None
+    value: filters.ValueFilter = None
+
+    @property
+    def requires_patching(self) -> bool:
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchingHandler(ResourceHandler):
+    """An ``@kopf.on.event`` handler: raw watch-events, no state, no retries."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangingHandler(ResourceHandler):
+    """A handler of creation, update, deletion, resuming, or field changes."""
+    reason: Optional[causes.Reason] = None  # None for field handlers and sub-handlers
+    initial: Optional[bool] = None  # True for resuming handlers
+    deleted: Optional[bool] = None  # resuming handlers that also run for deleted objects
+    requires_finalizer: Optional[bool] = None
+    old: filters.ValueFilter = None
+    new: filters.ValueFilter = None
+    field_needs_change: Optional[bool] = None  # for on.update/on.field with field=: only if it changed
+
+    def applies_to(self, cause: causes.ChangingCause) -> bool:
+        """Whether the handler is selected for the cause (filters aside)."""
+        if self.initial:  # resuming handlers
+            if not cause.initial:
+                return False
+            if cause.reason == causes.Reason.DELETE:
+                return bool(self.deleted)
+            return cause.reason in causes.HANDLER_REASONS
+        if self.reason is None:  # field handlers: only for updates
+            return cause.reason == causes.Reason.UPDATE
+        return self.reason == cause.reason
+
+
+def build_handler_id(fn: Any, id: Optional[str], field: Optional[Tuple[str, ...]]) -> HandlerId:
+    """The explicit id, or the function's qualified name; field handlers get ``/spec.field``."""
+    real_id = id if id is not None else _get_callable_name(fn)
+    if field:
+        real_id = f'{real_id}/{".".join(field)}'
+    return HandlerId(real_id)
+
+
+def _get_callable_name(fn: Any) -> str:
+    name = getattr(fn, '__qualname__', None) or getattr(fn, '__name__', None)
+    if name is None and hasattr(fn, 'func'):  # functools.partial
+        return _get_callable_name(fn.func)
+    return str(name if name is not None else repr(fn))
+
+
+def parse_field(field: Any) -> Optional[Tuple[str, ...]]:
+    """``'spec.field'``, ``['spec', 'field']`` or ``('spec', 'field')`` → a tuple."""
+    if field is None:
+        return None
+    if isinstance(field, str):
+        return tuple(field.split('.')) if field else None
+    if isinstance(field, (list, tuple)):
+        return tuple(str(part) for part in field)
+    raise TypeError(f"Field must be a dotted string or a sequence of names, got {field!r}.")
+
+
+def mapping_or_none(value: Optional[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    return dict(value) if value is not None else None

@@ -1,0 +1,220 @@
+"""
+Registries: the collections of handlers of an operator.
+
+The decorators add handlers to the default registry unless one is given
+explicitly; the engine asks the registry which handlers apply to a resource,
+an object, and a cause. Selection is pure: no I/O, no state.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
+
+from kopf._core.intents import causes, filters, handlers
+from kopf._cogs.structs import diffs, references
+
+HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
+
+
+class OperatorRegistry:
+    """All the handlers of one operator: activities and per-resource handlers."""
+
+    def __init__(self) -> None:
+        self._activities: List[handlers.ActivityHandler] = []
+        self._watching: List[handlers.WatchingHandler] = []
+        self._changing: List[handlers.ChangingHandler] = []
+
+    # Registration.
+
+    def register_activity(self, handler: handlers.ActivityHandler) -> None:
+        self._append_unique(self._activities, handler)
+
+    def register_watching(self, handler: handlers.WatchingHandler) -> None:
+        self._append_unique(self._watching, handler)
+
+    def register_changing(self, handler: handlers.ChangingHandler) -> None:
+        self._append_unique(self._changing, handler)
+
+    @staticmethod
+    def _append_unique(items: List[HandlerT], handler: HandlerT) -> None:
+        # The same function decorated twice with the same id and selector is one handler.
+        if handler not in items:
+            items.append(handler)
+
+    # Inspection.
+
+    @property
+    def selectors(self) -> Sequence[references.Selector]:
+        """All resource selectors used by any handler, in the order of declaration."""
+        result: List[references.Selector] = []
+        for handler in [*self._watching, *self._changing]:
+            if handler.selector is not None and handler.selector not in result:
+                result.append(handler.selector)
+        return result
+
+    def get_activity_handlers(self, *, activity: handlers.Activity) -> Sequence[handlers.ActivityHandler]:
+        return _deduplicated(h for h in self._activities if h.activity == activity)
+
+    def has_activity_handlers(self, *, activity: handlers.Activity) -> bool:
+        return any(h.activity == activity for h in self._activities)
+
+    def get_watching_handlers(self, *, resource: references.Resource) -> Sequence[handlers.WatchingHandler]:
+        return _deduplicated(h for h in self._watching if _serves(h, resource))
+
+    def get_changing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.ChangingHandler]:
+        # Not deduplicated here: e.g. @on.resume+@on.create on one function share the id, and
+        # which of them applies depends on the cause. See select_changing_handlers().
+        return [h for h in self._changing if _serves(h, resource)]
+
+    def has_changing_handlers(self, *, resource: references.Resource) -> bool:
+        return any(_serves(h, resource) for h in self._changing)
+
+    def get_extra_fields(self, *, resource: references.Resource) -> Sequence[tuple[str, ...]]:
+        """Fields that the diff-base keeps although they are usually dropped (e.g. status.x)."""
+        return [h.field for h in self._changing if h.field and _serves(h, resource)]
+
+
+def _serves(handler: handlers.ResourceHandler, resource: references.Resource) -> bool:
+    return handler.selector is not None and handler.selector.check(resource)
+
+
+def _deduplicated(items: Iterable[HandlerT]) -> Sequence[HandlerT]:
+    """The first handler of each id: the same function under several selectors runs once."""
+    seen: set[tuple[Any, str]] = set()
+    result: List[HandlerT] = []
+    for handler in items:
+        key = (handler.fn, handler.id)
+        if key not in seen:
+            seen.add(key)
+            result.append(handler)
+    return result
+
+
+# Filtering: which handlers apply to a specific object and cause.
+
+def match_resource_filters(
+        handler: handlers.ResourceHandler,
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
+        diff: Optional[diffs.Diff] = None,
+        old: Optional[Mapping[str, Any]] = None,
+        new: Optional[Mapping[str, Any]] = None,
+) -> bool:
+    """
+    Check the labels, annotations, field/value/old/new and ``when=`` filters.
+
+    With a diff (for updates), a ``field=`` must be affected by the change, and
+    ``value=`` applies to either side of the change; ``old=``/``new=`` apply to
+    their sides only. Without a diff, the object's current state is checked.
+    """
+    meta = body.get('metadata', {})
+    if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
+        return False
+    if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
+        return False
+    if not _match_field(handler, body=body, kwargs=kwargs, diff=diff, old=old, new=new):
+        return False
+    if handler.when is not None and not handler.when(**kwargs):
+        return False
+    return True
+
+
+def _match_field(
+        handler: handlers.ResourceHandler,
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
+        diff: Optional[diffs.Diff],
+        old: Optional[Mapping[str, Any]],
+        new: Optional[Mapping[str, Any]],
+) -> bool:
+    if not handler.field:
+        return True
+    old_crit = getattr(handler, 'old', None)
+    new_crit = getattr(handler, 'new', None)
+    needs_change = getattr(handler, 'field_needs_change', None)
+    if diff is not None and needs_change:
+        old_present, old_value = filters.resolve_field(old or {}, handler.field)
+        new_present, new_value = filters.resolve_field(new or {}, handler.field)
+        if (old_present, old_value) == (new_present, new_value):
+            return False  # not affected by this change
+        if old_crit is not None or new_crit is not None:
+            old_ok = old_crit is None or filters.match_value(old_crit, old_value, present=old_present, kwargs=kwargs)
+            new_ok = new_crit is None or filters.match_value(new_crit, new_value, present=new_present, kwargs=kwargs)
+            return old_ok and new_ok
+        criterion = handler.value if handler.value is not None else filters.PRESENT
+        return (filters.match_value(criterion, old_value, present=old_present, kwargs=kwargs) or
+                filters.match_value(criterion, new_value, present=new_present, kwargs=kwargs))
+    present, value = filters.resolve_field(body, handler.field)
+    criterion = handler.value if handler.value is not None else filters.PRESENT
+    return filters.match_value(criterion, value, present=present, kwargs=kwargs)
+
+
+def select_changing_handlers(
+        handlers_: Sequence[handlers.ChangingHandler],
+        *,
+        cause: causes.ChangingCause,
+        kwargs: Mapping[str, Any],
+) -> Sequence[handlers.ChangingHandler]:
+    """The handlers to run for this cause, in the order of declaration."""
+    return _deduplicated(
+        handler for handler in handlers_
+        if handler.applies_to(cause)
+        and match_resource_filters(handler, body=cause.body, kwargs=kwargs,
+                                   diff=cause.diff if cause.reason == causes.Reason.UPDATE else None,
+                                   old=cause.old, new=cause.new)
+    )
+
+
+def requires_finalizer(
+        handlers_: Sequence[handlers.ChangingHandler],
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
+) -> bool:
+    """Whether a non-optional deletion handler applies to the object as it is now."""
+    return any(
+        handler.requires_finalizer and handler.reason == causes.Reason.DELETE
+        and match_resource_filters(handler, body=body, kwargs=kwargs)
+        for handler in handlers_
+    )
+
+
+def is_in_scope(
+        handlers_: Sequence[handlers.ResourceHandler],
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
+) -> bool:
+    """
+    Whether any handler's filters match the object at all (else: stealth mode).
+
+    Field handlers count as matching regardless of the field (so that a dummy
+    field handler keeps all objects in scope, as the manual suggests).
+    """
+    for handler in handlers_:
+        meta = body.get('metadata', {})
+        if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
+            continue
+        if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
+            continue
+        if handler.when is not None and not handler.when(**kwargs):
+            continue
+        return True
+    return False
+
+
+_default_registry: Optional[OperatorRegistry] = None
+
+
+def get_default_registry() -> OperatorRegistry:
+    """The registry used by the decorators when no ``registry=`` is given."""
+    global _default_registry
+    if _default_registry is None:
+        _default_registry = OperatorRegistry()
+    return _default_registry
+
+
+def set_default_registry(registry: OperatorRegistry) -> None:
+    global _default_registry
+    _default_registry = registry

@@ -1,0 +1,45 @@
+"""
+The in-memory knowledge about the objects: only what must outlive one event.
+
+An object's memory lives while the object exists (it is forgotten on the
+DELETED event), so memory is bounded by what is watched. It never holds what
+must survive a restart: that is stored on the object itself.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Dict, Mapping, Optional
+
+
+@dataclasses.dataclass
+class ObjectMemory:
+    memo: Any
+    initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
+
+
+class ObjectMemories:
+    """The memories of all objects of all resources of one operator."""
+
+    def __init__(self) -> None:
+        self._items: Dict[str, ObjectMemory] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @staticmethod
+    def key_of(raw: Mapping[str, Any]) -> str:
+        meta = raw.get('metadata', {})
+        return str(meta.get('uid') or f"{meta.get('namespace')}/{meta.get('name')}")
+
+    def recall(self, raw: Mapping[str, Any], *, memo: Any, initial: bool) -> ObjectMemory:
+        """The object's memory; created on first sight with a shallow copy of the operator's memo."""
+        key = self.key_of(raw)
+        memory = self._items.get(key)
+        if memory is None:
+            memory = ObjectMemory(memo=copy.copy(memo), initial_pending=initial)
+            self._items[key] = memory
+        return memory
+
+    def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
+        return self._items.pop(self.key_of(raw), None)

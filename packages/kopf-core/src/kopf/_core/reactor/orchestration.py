@@ -1,0 +1,78 @@
+"""
+Orchestration: one watch-stream per served resource and namespace, kept in
+line with the current insights (resources and namespaces come and go).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Dict, Optional, Tuple
+
+from kopf._core.reactor import observation, processing, queueing, watching
+from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
+from kopf._cogs.structs import references
+
+logger = logging.getLogger(__name__)
+
+StreamKey = Tuple[references.Resource, references.Namespace]
+
+
+def _where(namespace: references.Namespace) -> str:
+    return 'cluster-wide' if namespace is None else f'in {namespace!r}'
+
+
+async def orchestrator(
+        *,
+        context: processing.ProcessingContext,
+        settings: configuration.OperatorSettings,
+        insights: observation.Insights,
+) -> None:
+    """Start and stop the watch-streams as the insights change, until cancelled."""
+    streams: Dict[StreamKey, asyncio.Task[None]] = {}
+    limiter = asyncio.Semaphore(settings.batching.worker_limit) if settings.batching.worker_limit else None
+    try:
+        while True:
+            insights.changed.clear()
+            wanted = {
+                (resource, namespace if resource.namespaced else None)
+                for resource in insights.resources
+                for namespace in insights.namespaces
+            }
+            for key in set(streams) - wanted:
+                resource, namespace = key
+                logger.debug(f"Stopping the watch-stream for {resource!r} {_where(namespace)}.")
+                task = streams.pop(key)
+                task.cancel()
+                await asyncio.wait([task])
+            for key in wanted - set(streams):
+                resource, namespace = key
+                logger.debug(f"Starting the watch-stream for {resource!r} {_where(namespace)}.")
+                streams[key] = asyncio.create_task(
+                    _serve(context=context, settings=settings, resource=resource, namespace=namespace,
+                           limiter=limiter),
+                    name=f'watcher of {resource!r} {_where(namespace)}')
+            await insights.changed.wait()
+    finally:
+        for task in streams.values():
+            task.cancel()
+        if streams:
+            await asyncio.wait(streams.values())
+
+
+async def _serve(
+        *,
+        context: processing.ProcessingContext,
+        settings: configuration.OperatorSettings,
+        resource: references.Resource,
+        namespace: references.Namespace,
+        limiter: Optional[asyncio.Semaphore],
+) -> None:
+    async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
+        return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
+
+    events = watching.continuous_watch(client=context.client, settings=settings,
+                                       resource=resource, namespace=namespace)
+    await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter)
+
+

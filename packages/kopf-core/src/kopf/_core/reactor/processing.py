@@ -1,0 +1,273 @@
+"""
+Processing of one object's event: the change-handling cycle.
+
+For each event of an object (the latest one, see ``queueing``), this module
+invokes the event-watching handlers, detects the cause of the change from the
+object's stored state (the diff-base, the deletion mark, the finalizers),
+executes the due change handlers, and writes all the framework's and the
+user's changes back in as few requests as possible.
+
+The result is when to come back: a delay if some handlers are postponed
+(retries, backoffs), or nothing if the cycle is complete. Waiting is the
+worker's job: it wakes up earlier if a newer event arrives.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from kopf._core.actions import application, execution, invocation, kwargs as kwargs_, loggers, progression
+from kopf._core.intents import causes, handlers, registries
+from kopf._core.reactor import inventory
+from kopf._cogs.clients import protocols
+from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
+from kopf._cogs.structs import bodies, diffs, patches, references
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessingContext:
+    """What is shared by all cycles of all objects of one operator."""
+    registry: registries.OperatorRegistry
+    settings: configuration.OperatorSettings
+    client: protocols.ApiClient
+    memories: inventory.ObjectMemories
+    memo: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class CycleResult:
+    """When to come back, and which version of the object our own patch produced."""
+    delay: Optional[float] = None
+    patched_body: Optional[typedefs.RawBody] = None
+
+
+async def process_resource_event(
+        *,
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_event: typedefs.RawEvent,
+) -> CycleResult:
+    raw_type = raw_event.get('type')
+    raw_body = raw_event['object']
+    memories = context.memories
+
+    if raw_type == 'DELETED':
+        memory = memories.forget(raw_body)
+    else:
+        memory = memories.recall(raw_body, memo=context.memo, initial=raw_type is None)
+
+    body = bodies.Body(raw_body)
+    patch = patches.Patch()
+    memo = memory.memo if memory is not None else context.memo
+
+    await _process_watching(context=context, resource=resource, raw_event=raw_event,
+                            body=body, patch=patch, memo=memo)
+
+    result = CycleResult()
+    changing_handlers = context.registry.get_changing_handlers(resource=resource)
+    if changing_handlers:
+        logger = loggers.ObjectLogger(body=body, settings=context.settings)
+        result = await _process_changing(
+            context=context, resource=resource, raw_type=raw_type, body=body, patch=patch,
+            memory=memory, memo=memo, logger=logger, all_handlers=changing_handlers)
+    elif patch:
+        logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
+        patched = await application.apply_patch(client=context.client, resource=resource, body=body,
+                                                patch=patch, logger=logger)
+        result = CycleResult(patched_body=patched)
+    return result
+
+
+async def _process_watching(
+        *,
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_event: typedefs.RawEvent,
+        body: bodies.Body,
+        patch: patches.Patch,
+        memo: Any,
+) -> None:
+    """Invoke the raw-event handlers: no state, no retries; errors are only logged."""
+    watching_handlers = context.registry.get_watching_handlers(resource=resource)
+    if not watching_handlers:
+        return
+    logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
+    cause = causes.WatchingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
+                                 type=raw_event.get('type'), event=raw_event)
+    kwargs = kwargs_.build_watching_kwargs(cause)
+    for handler in watching_handlers:
+        if not registries.match_resource_filters(handler, body=body, kwargs=kwargs):
+            continue
+        try:
+            logger.debug(f"{handler.title} is invoked.")
+            await invocation.invoke(handler.fn, kwargs=dict(kwargs, param=handler.param),
+                                    settings=context.settings)
+        except Exception as e:
+            logger.exception(f"{handler.title} failed with an exception. Will ignore. {e}")
+        else:
+            logger.debug(f"{handler.title} succeeded.")
+
+
+async def _process_changing(
+        *,
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_type: Optional[str],
+        body: bodies.Body,
+        patch: patches.Patch,
+        memory: Optional[inventory.ObjectMemory],
+        memo: Any,
+        logger: Any,
+        all_handlers: Sequence[handlers.ChangingHandler],
+) -> CycleResult:
+    settings = context.settings
+    finalizer = settings.persistence.finalizer
+    base_kwargs = kwargs_.build_resource_kwargs(
+        causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger))
+
+    # Stealth mode: objects matching no handler's filters are neither logged nor annotated.
+    if not registries.is_in_scope(all_handlers, body=body, kwargs=base_kwargs):
+        if raw_type != 'DELETED' and finalizer in body.metadata.get('finalizers', []):
+            await _release_finalizer(context, resource, body, logger,
+                                     "Removing the finalizer, as there are no handlers requiring it.")
+        return CycleResult()
+
+    diffbase_storage = settings.persistence.diffbase_storage
+    progress_storage = settings.persistence.progress_storage
+    extra_fields = context.registry.get_extra_fields(resource=resource)
+    old = diffbase_storage.fetch(body=body)
+    old = progress_storage.clear(essence=old) if old is not None else None
+    new = progress_storage.clear(essence=diffbase_storage.build(body=body, extra_fields=extra_fields))
+    diff = diffs.diff(old, new)
+    initial = bool(memory is not None and memory.initial_pending)
+    reason = causes.detect_changing_reason(finalizer=finalizer, raw_event_type=raw_type, body=body,
+                                           old=old, diff=diff, initial=initial)
+
+    if reason == causes.Reason.GONE:
+        logger.debug("Deleted, really deleted, and we are notified.")
+        return CycleResult()
+    if reason == causes.Reason.FREE:
+        logger.debug("Deletion, but we are done with it, and we do not care.")
+        return CycleResult()
+
+    deleting = reason == causes.Reason.DELETE
+    needs_finalizer = registries.requires_finalizer(all_handlers, body=body, kwargs=base_kwargs)
+    has_finalizer = finalizer in body.metadata.get('finalizers', [])
+    if not deleting and needs_finalizer and not has_finalizer:
+        logger.debug("Adding the finalizer, thus preventing the actual deletion.")
+        patched = await application.add_finalizer(client=context.client, resource=resource, body=body,
+                                                  finalizer=finalizer, logger=logger)
+        return CycleResult(patched_body=patched)
+    if not deleting and not needs_finalizer and has_finalizer:
+        patched = await _release_finalizer(context, resource, body, logger,
+                                           "Removing the finalizer, as there are no handlers requiring it.")
+        return CycleResult(patched_body=patched)
+
+    cause = causes.ChangingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
+                                 reason=reason, initial=initial, diff=diff, old=old, new=new)
+    if reason == causes.Reason.NOOP:
+        logger.debug("Something has changed, but we are not interested (the essence is the same).")
+        return CycleResult(patched_body=await _apply(context, resource, body, patch, logger))
+
+    cause_kwargs = kwargs_.build_changing_kwargs(cause)
+    selected = registries.select_changing_handlers(all_handlers, cause=cause, kwargs=cause_kwargs)
+    delay = await _run_handlers(context=context, cause=cause, selected=selected, all_handlers=all_handlers,
+                                old=old, new=new)
+
+    if delay is None and memory is not None:
+        memory.initial_pending = False
+    if delay is None and deleting:
+        patched = await _apply(context, resource, body, patch, logger)
+        patched = await _release_finalizer(context, resource, bodies.Body(patched) if patched else body, logger,
+                                           "Removing the finalizer, thus allowing the actual deletion.")
+        return CycleResult(patched_body=patched)
+    patched = await _apply(context, resource, body, patch, logger)
+    if delay is None:
+        logger.debug("Handling cycle is finished, waiting for new changes.")
+    return CycleResult(delay=delay, patched_body=patched)
+
+
+async def _run_handlers(
+        *,
+        context: ProcessingContext,
+        cause: causes.ChangingCause,
+        selected: Sequence[handlers.ChangingHandler],
+        all_handlers: Sequence[handlers.ChangingHandler],
+        old: Optional[Mapping[str, Any]],
+        new: Mapping[str, Any],
+) -> Optional[float]:
+    """Execute the due handlers, record the outcomes; return the delay until the next attempt."""
+    settings = context.settings
+    progress_storage = settings.persistence.progress_storage
+    diffbase_storage = settings.persistence.diffbase_storage
+    body, patch, logger = cause.body, cause.patch, cause.logger
+    purpose = cause.reason.value
+    title = causes.TITLES[cause.reason]
+
+    known_ids = {h.id for h in all_handlers}
+    state = progression.State.from_storage(body=body, storage=progress_storage, handlers_=all_handlers)
+    superseded = state.superseding_purposes(purpose)
+    if superseded:
+        s, f, r = state.counts(state.keys())
+        logger.info(f"{causes.TITLES.get(causes.Reason(next(iter(superseded))), 'Handling')} "
+                    f"is superseded by {title.lower()}: {s} succeeded; {f} failed; {r} left to the moment.")
+        state.purge(body=body, patch=patch, storage=progress_storage, ids=list(state.keys()))
+        state = progression.State({}, purpose=purpose)
+    state = state.with_purpose(purpose, selected)
+
+    if selected:
+        logger.debug(f"{title} is in progress: {dict(body)!r}")
+        if cause.reason == causes.Reason.UPDATE:
+            logger.debug(f"{title} diff: {cause.diff!r}")
+
+    def build_kwargs(handler: handlers.BaseHandler, handler_state: progression.HandlerState) -> Dict[str, Any]:
+        return kwargs_.build_changing_kwargs(cause, handler=handler, state=handler_state)
+
+    exec_context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs)
+    outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=exec_context)
+    for handler_id, outcome in outcomes.items():
+        if outcome.final and outcome.exception is None and outcome.result is not None:
+            patch.status[handler_id] = outcome.result
+    state = state.with_outcomes(outcomes)
+
+    selected_ids = [h.id for h in selected]
+    if state.done_for(selected_ids):
+        s, f, _ = state.counts(selected_ids)
+        if selected:
+            logger.info(f"{title} is processed: {s} succeeded; {f} failed.")
+            if f == 0:
+                logger.info(f"All handlers succeeded for {causes.NOUNS[cause.reason]}.")
+        state.purge(body=body, patch=patch, storage=progress_storage, ids=known_ids & set(state.keys()))
+        if cause.reason != causes.Reason.DELETE and old != new:
+            diffbase_storage.store(body=body, patch=patch, essence=dict(new))
+        return None
+
+    state.store(body=body, patch=patch, storage=progress_storage)
+    delays = state.delays(selected_ids)
+    return min(delays) if delays else None
+
+
+async def _apply(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        patch: patches.Patch,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    if not patch:
+        return None
+    return await application.apply_patch(client=context.client, resource=resource, body=body,
+                                         patch=patch, logger=logger)
+
+
+async def _release_finalizer(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        logger: Any,
+        message: str,
+) -> Optional[typedefs.RawBody]:
+    logger.debug(message)
+    return await application.remove_finalizer(client=context.client, resource=resource, body=body,
+                                              finalizer=context.settings.persistence.finalizer, logger=logger)

@@ -1,0 +1,334 @@
+"""
+Running the operator: the embedding API (``kopf.run``, ``kopf.operator``,
+``kopf.spawn_tasks``, ``kopf.run_tasks``) and the operator's lifecycle.
+
+The sequence: authenticate, run the startup handlers (which may tune the
+settings), detect the peering mode, start observing resources and namespaces
+and serving them, signal readiness; on a signal or the stop-flag, stop the
+watch-streams (the per-object workers finish their current cycles), run the
+cleanup handlers, and release the connections.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import logging
+import signal
+import threading
+from typing import Any, Collection, List, Optional, Sequence
+
+from kopf._core.engines import activities, peering, posting
+from kopf._core.intents import handlers, registries
+from kopf._core.reactor import inventory, observation, orchestration, processing
+from kopf._cogs.aiokits import aioadapters
+from kopf._cogs.clients import drivers, protocols
+from kopf._cogs.configs import configuration
+from kopf._cogs.structs import credentials, ephemera, references
+
+logger = logging.getLogger('kopf.reactor.running')
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version('kopf-core')
+    except importlib.metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def run(
+        *,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+        lifecycle: Optional[Any] = None,
+        indexers: Optional[Any] = None,
+        registry: Optional[registries.OperatorRegistry] = None,
+        settings: Optional[configuration.OperatorSettings] = None,
+        memories: Optional[inventory.ObjectMemories] = None,
+        insights: Optional[observation.Insights] = None,
+        identity: Optional[str] = None,
+        standalone: Optional[bool] = None,
+        priority: Optional[int] = None,
+        peering_name: Optional[str] = None,
+        liveness_endpoint: Optional[str] = None,
+        clusterwide: bool = False,
+        namespaces: Collection[references.NamespacePattern] = (),
+        namespace: Optional[references.NamespacePattern] = None,
+        stop_flag: Optional[aioadapters.Flag] = None,
+        ready_flag: Optional[aioadapters.Flag] = None,
+        vault: Optional[credentials.Vault] = None,
+        memo: Optional[object] = None,
+        client: Optional[protocols.ClientDriver] = None,
+        _command: Optional[Any] = None,
+) -> None:
+    """Run the operator in the given or a new event loop until it exits (blocking)."""
+    coro = operator(
+        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
+        memories=memories, insights=insights, identity=identity, standalone=standalone,
+        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
+        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
+        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, client=client,
+        _command=_command)
+    try:
+        if loop is not None:
+            loop.run_until_complete(coro)
+        else:
+            asyncio.run(coro)
+    except KeyboardInterrupt:
+        pass  # the second Ctrl-C: exit without the graceful shutdown
+
+
+async def operator(
+        *,
+        lifecycle: Optional[Any] = None,
+        indexers: Optional[Any] = None,
+        registry: Optional[registries.OperatorRegistry] = None,
+        settings: Optional[configuration.OperatorSettings] = None,
+        memories: Optional[inventory.ObjectMemories] = None,
+        insights: Optional[observation.Insights] = None,
+        identity: Optional[str] = None,
+        standalone: Optional[bool] = None,
+        priority: Optional[int] = None,
+        peering_name: Optional[str] = None,
+        liveness_endpoint: Optional[str] = None,
+        clusterwide: bool = False,
+        namespaces: Collection[references.NamespacePattern] = (),
+        namespace: Optional[references.NamespacePattern] = None,
+        stop_flag: Optional[aioadapters.Flag] = None,
+        ready_flag: Optional[aioadapters.Flag] = None,
+        vault: Optional[credentials.Vault] = None,
+        memo: Optional[object] = None,
+        client: Optional[protocols.ClientDriver] = None,
+        _command: Optional[Any] = None,
+) -> None:
+    """Run the operator in the current event loop until it exits (the embedding API)."""
+    tasks = await spawn_tasks(
+        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
+        memories=memories, insights=insights, identity=identity, standalone=standalone,
+        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
+        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
+        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, client=client,
+        _command=_command)
+    await run_tasks(tasks)
+
+
+async def spawn_tasks(
+        *,
+        lifecycle: Optional[Any] = None,
+        indexers: Optional[Any] = None,
+        registry: Optional[registries.OperatorRegistry] = None,
+        settings: Optional[configuration.OperatorSettings] = None,
+        memories: Optional[inventory.ObjectMemories] = None,
+        insights: Optional[observation.Insights] = None,
+        identity: Optional[str] = None,
+        standalone: Optional[bool] = None,
+        priority: Optional[int] = None,
+        peering_name: Optional[str] = None,
+        liveness_endpoint: Optional[str] = None,
+        clusterwide: bool = False,
+        namespaces: Collection[references.NamespacePattern] = (),
+        namespace: Optional[references.NamespacePattern] = None,
+        stop_flag: Optional[aioadapters.Flag] = None,
+        ready_flag: Optional[aioadapters.Flag] = None,
+        vault: Optional[credentials.Vault] = None,
+        memo: Optional[object] = None,
+        client: Optional[protocols.ClientDriver] = None,
+        _command: Optional[Any] = None,
+) -> Collection[asyncio.Task[None]]:
+    """Prepare the operator and spawn its root task (the embedding API)."""
+    registry = registry if registry is not None else registries.get_default_registry()
+    settings = settings if settings is not None else configuration.OperatorSettings()
+    driver = client if client is not None else drivers.find_driver()  # fail early: nothing works without it
+    if namespace is not None:
+        namespaces = (*namespaces, namespace)
+    if not clusterwide and not namespaces:
+        logger.warning("Neither namespaces nor the cluster-wide mode are given: serving the whole cluster. "
+                       "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
+        clusterwide = True
+    if standalone is not None:
+        settings.peering.standalone = standalone
+    if priority is not None:
+        settings.peering.priority = priority
+    if peering_name is not None:
+        settings.peering.name = peering_name
+        settings.peering.mandatory = True
+    settings.peering.clusterwide = clusterwide
+
+    lifecycle_ = _Lifecycle(
+        registry=registry, settings=settings, driver=driver,
+        vault=vault if vault is not None else credentials.Vault(),
+        memo=memo if memo is not None else ephemera.Memo(),
+        memories=memories if memories is not None else inventory.ObjectMemories(),
+        insights=insights if insights is not None else observation.Insights(),
+        clusterwide=clusterwide, namespaces=tuple(namespaces), identity=identity,
+        stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
+    return [asyncio.create_task(lifecycle_.run(), name='kopf operator')]
+
+
+async def run_tasks(
+        root_tasks: Collection[asyncio.Task[None]],
+        *,
+        ignored: Collection[asyncio.Task[Any]] = frozenset(),
+) -> None:
+    """Wait for the root tasks; if one fails, stop the others and re-raise its error."""
+    try:
+        done, pending = await asyncio.wait(root_tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:
+        for task in root_tasks:
+            task.cancel()
+        await asyncio.wait(root_tasks)
+        raise
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending)
+    for task in done:
+        if task not in ignored and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+class _Lifecycle:
+    """The operator's life from the start to the exit: one instance per operator."""
+
+    def __init__(
+            self,
+            *,
+            registry: registries.OperatorRegistry,
+            settings: configuration.OperatorSettings,
+            driver: protocols.ClientDriver,
+            vault: credentials.Vault,
+            memo: Any,
+            memories: inventory.ObjectMemories,
+            insights: observation.Insights,
+            clusterwide: bool,
+            namespaces: Sequence[str],
+            identity: Optional[str],
+            stop_flag: Optional[aioadapters.Flag],
+            ready_flag: Optional[aioadapters.Flag],
+            liveness_endpoint: Optional[str],
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.driver = driver
+        self.vault = vault
+        self.memo = memo
+        self.memories = memories
+        self.insights = insights
+        self.clusterwide = clusterwide
+        self.namespaces = namespaces
+        self.identity = identity
+        self.stop_flag = stop_flag
+        self.ready_flag = ready_flag
+        self.liveness_endpoint = liveness_endpoint
+        self.stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        logger.debug(f"Starting Kopf {_version()}.")
+        self._install_signal_handlers()
+        client = self.driver.create_client(vault=self.vault, settings=self.settings)
+        background: List[asyncio.Task[Any]] = []
+        try:
+            authenticated = asyncio.Event()
+            background.append(asyncio.create_task(self._guard(activities.authenticator(
+                registry=self.registry, settings=self.settings, vault=self.vault, driver=self.driver,
+                memo=self.memo, ready=authenticated)), name='authenticator'))
+            await self._until_stopped_or(authenticated.wait())
+            if not self.stopping.is_set():
+                await activities.run_activity(activity=handlers.Activity.STARTUP, registry=self.registry,
+                                              settings=self.settings, memo=self.memo)
+                background.extend(await self._spawn_serving(client))
+                aioadapters.raise_flag(self.ready_flag)
+                await self._until_stopped_or()
+        finally:
+            for task in reversed(background):
+                task.cancel()
+            if background:
+                await asyncio.wait(background)
+            self._remove_signal_handlers()
+            try:
+                await activities.run_activity(activity=handlers.Activity.CLEANUP, registry=self.registry,
+                                              settings=self.settings, memo=self.memo)
+            finally:
+                await client.close()
+        # Re-raise the failures of the background tasks (e.g. a failed authentication).
+        for task in background:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    async def _spawn_serving(self, client: protocols.ApiClient) -> List[asyncio.Task[Any]]:
+        context = processing.ProcessingContext(
+            registry=self.registry, settings=self.settings, client=client,
+            memories=self.memories, memo=self.memo)
+        tasks: List[asyncio.Task[Any]] = []
+        event_queue: asyncio.Queue[posting.K8sEvent] = asyncio.Queue(maxsize=posting.QUEUE_LIMIT)
+        posting.bind(event_queue=event_queue, settings=self.settings)
+        posting.install_poster_handler()
+        tasks.append(asyncio.create_task(self._guard(posting.poster(
+            event_queue=event_queue, client=client, settings=self.settings)), name='poster of events'))
+        await peering.detect_peering(client=client, settings=self.settings)
+        tasks.append(asyncio.create_task(self._guard(observation.resource_observer(
+            client=client, settings=self.settings, registry=self.registry, insights=self.insights)),
+            name='resource observer'))
+        tasks.append(asyncio.create_task(self._guard(observation.namespace_observer(
+            client=client, settings=self.settings, clusterwide=self.clusterwide,
+            patterns=self.namespaces, insights=self.insights)), name='namespace observer'))
+        tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
+            context=context, settings=self.settings, insights=self.insights)), name='orchestrator'))
+        return tasks
+
+    async def _guard(self, coro: Any) -> None:
+        """Run a background coroutine; a failure stops the whole operator (and is re-raised)."""
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self.stopping.set()
+            raise
+
+    async def _until_stopped_or(self, *coros: Any) -> None:
+        """Wait for the coroutines, or until the operator is asked to stop (or fails)."""
+        waiters = [asyncio.ensure_future(coro) for coro in coros]
+        waiters.append(asyncio.ensure_future(self.stopping.wait()))
+        waiters.append(asyncio.ensure_future(self._wait_stop_flag()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.wait(waiters)
+
+    async def _wait_stop_flag(self) -> None:
+        if self.stop_flag is None:
+            await asyncio.Event().wait()
+        result = await aioadapters.wait_flag(self.stop_flag)
+        if result is None:
+            logger.info("Stop-flag is raised. Operator is stopping.")
+        else:
+            logger.info(f"Stop-flag is set to {result!r}. Operator is stopping.")
+        self.stopping.set()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals are delivered to the main thread only: use the stop-flag there
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def _remove_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        logger.info(f"Signal {sig.name} is received. Operator is stopping.")
+        self.stopping.set()
+        if sig == signal.SIGINT:
+            # The second Ctrl-C exits at once (the default handler raises KeyboardInterrupt).
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)

@@ -1,0 +1,147 @@
+"""
+Watching: a continuous stream of events of one resource in one namespace.
+
+The stream starts with a paginated listing (its objects come as events of
+type ``None``, "the initial listing"), then watches from the listing's
+resourceVersion, and re-watches from the last seen version when the server
+closes the stream (bookmarks keep that version fresh). When the version is too
+old (``410 Gone``), it re-lists: objects that disappeared meanwhile are
+reported as ``DELETED`` so that no change is lost, and objects that did not
+change are not reported again, so that none is duplicated.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, AsyncIterator, Dict, Mapping, NamedTuple, Optional
+
+from kopf._cogs.clients import errors as apierrors
+from kopf._cogs.clients import protocols
+from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
+from kopf._cogs.structs import references
+
+logger = logging.getLogger(__name__)
+
+LIST_PAGE_SIZE = 500
+
+
+async def continuous_watch(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        resource: references.Resource,
+        namespace: references.Namespace,
+        on_listed: Optional[asyncio.Event] = None,
+) -> AsyncIterator[typedefs.RawEvent]:
+    """Yield the events of the resource forever (until cancelled)."""
+    known: Dict[str, _Trace] = {}  # uid -> a light trace: to tell changes and deletions on re-listing
+    resource_version: Optional[str] = None
+    first_listing = True
+    while True:
+        if resource_version is None:
+            async for event in _list_as_events(client=client, resource=resource, namespace=namespace,
+                                               known=known, first=first_listing):
+                if isinstance(event, str):
+                    resource_version = event
+                else:
+                    yield event
+            first_listing = False
+            if on_listed is not None:
+                on_listed.set()
+        try:
+            async for raw_event in client.watch_objects(
+                    resource, namespace=namespace, resource_version=resource_version,
+                    timeout_seconds=settings.watching.server_timeout, allow_bookmarks=True):
+                new_version = raw_event.get('object', {}).get('metadata', {}).get('resourceVersion')
+                if raw_event.get('type') == 'BOOKMARK':
+                    resource_version = new_version or resource_version
+                    continue
+                _remember(known, raw_event)
+                resource_version = new_version or resource_version
+                yield raw_event
+        except apierrors.APIGoneError:
+            logger.debug(f"The resourceVersion of {resource!r} is too old: re-listing.")
+            resource_version = None
+        except (asyncio.TimeoutError, apierrors.APIServerError, OSError) as e:
+            # A dead or broken stream: reconnect from the last known version.
+            logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
+        await asyncio.sleep(settings.watching.reconnect_backoff)
+
+
+class _Trace(NamedTuple):
+    """What is remembered of a watched object: enough to report its deletion, not its body."""
+    resource_version: str
+    api_version: Optional[str]
+    kind: Optional[str]
+    namespace: Optional[str]
+    name: Optional[str]
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> '_Trace':
+        meta = raw.get('metadata', {})
+        return cls(meta.get('resourceVersion', ''), raw.get('apiVersion'), raw.get('kind'),
+                   meta.get('namespace'), meta.get('name'))
+
+    def as_body(self, uid: str) -> typedefs.RawBody:
+        meta = {'uid': uid, 'name': self.name, 'namespace': self.namespace,
+                'resourceVersion': self.resource_version}
+        return {'apiVersion': self.api_version, 'kind': self.kind,
+                'metadata': {key: val for key, val in meta.items() if val is not None}}
+
+
+def _remember(known: Dict[str, _Trace], raw_event: typedefs.RawEvent) -> None:
+    raw = raw_event.get('object', {})
+    uid = raw.get('metadata', {}).get('uid')
+    if uid is None:
+        return
+    if raw_event.get('type') == 'DELETED':
+        known.pop(uid, None)
+    else:
+        known[uid] = _Trace.of(raw)
+
+
+async def _list_as_events(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        namespace: references.Namespace,
+        known: Dict[str, _Trace],
+        first: bool,
+) -> AsyncIterator[typedefs.RawEvent | str]:
+    """
+    Yield the listed objects page by page as events, then the list's resourceVersion.
+
+    On re-listing, unchanged objects are skipped and vanished ones become
+    ``DELETED`` events. Pages are processed as they come, never accumulated.
+    """
+    seen: Dict[str, _Trace] = {}
+    continue_token: Optional[str] = None
+    resource_version = ''
+    while True:
+        try:
+            page = await client.list_objects(resource, namespace=namespace, limit=LIST_PAGE_SIZE,
+                                             continue_token=continue_token)
+        except apierrors.APIGoneError:
+            # The continue token expired between pages: start the listing over.
+            continue_token = None
+            seen.clear()
+            continue
+        for raw in page.items:
+            uid = raw.get('metadata', {}).get('uid', '')
+            trace = seen[uid] = _Trace.of(raw)
+            previous = known.get(uid)
+            if not first and previous is not None and previous.resource_version == trace.resource_version:
+                continue
+            event_type = None if first else ('MODIFIED' if uid in known else 'ADDED')
+            yield typedefs.RawEvent(type=event_type, object=raw)  # type: ignore[typeddict-item]
+        resource_version = page.resource_version
+        continue_token = page.continue_token
+        if not continue_token:
+            break
+    if not first:
+        for uid in set(known) - set(seen):
+            yield typedefs.RawEvent(type='DELETED', object=known[uid].as_body(uid))
+    known.clear()
+    known.update(seen)
+    yield resource_version

@@ -1,0 +1,106 @@
+"""
+Bodies as read-only live views over a raw dict; the raw dicts are real, nothing is mocked.
+"""
+import pytest
+
+from kopf._cogs.structs import bodies
+
+RAW = {
+    'apiVersion': 'kopf.dev/v1',
+    'kind': 'KopfExample',
+    'metadata': {
+        'name': 'kopf-example-1',
+        'namespace': 'default',
+        'uid': 'uid-1',
+        'creationTimestamp': '2026-11-22T08:14:26Z',
+        'deletionTimestamp': '2026-11-22T09:00:00Z',
+        'labels': {'somelabel': 'somevalue'},
+        'annotations': {'someannotation': 'somevalue'},
+    },
+    'spec': {'field': 'value'},
+    'status': {'phase': 'done'},
+}
+
+
+def test_body_gives_the_raw_content():
+    body = bodies.Body(RAW)
+    assert body == RAW
+    assert body['kind'] == 'KopfExample'
+
+
+def test_body_is_read_only():
+    body = bodies.Body({})
+    with pytest.raises(TypeError):
+        body['spec'] = {}  # type: ignore[index]
+
+
+def test_body_is_shown_as_its_raw_dict():
+    assert repr(bodies.Body({'spec': {}})) == "{'spec': {}}"
+
+
+@pytest.mark.parametrize('attr, expected', [
+    pytest.param('spec', {'field': 'value'}, id='spec'),
+    pytest.param('status', {'phase': 'done'}, id='status'),
+    pytest.param('meta', RAW['metadata'], id='meta'),
+    pytest.param('metadata', RAW['metadata'], id='metadata'),
+])
+def test_body_stanzas_are_views_of_the_raw_stanzas(attr, expected):
+    body = bodies.Body(RAW)
+    assert getattr(body, attr) == expected
+
+
+def test_meta_and_metadata_are_the_same_view():
+    body = bodies.Body(RAW)
+    assert body.meta is body.metadata
+
+
+@pytest.mark.parametrize('attr, expected', [
+    pytest.param('uid', 'uid-1', id='uid'),
+    pytest.param('name', 'kopf-example-1', id='name'),
+    pytest.param('namespace', 'default', id='namespace'),
+    pytest.param('creation_timestamp', '2026-11-22T08:14:26Z', id='creation_timestamp'),
+    pytest.param('deletion_timestamp', '2026-11-22T09:00:00Z', id='deletion_timestamp'),
+])
+def test_meta_shortcuts_give_the_metadata_fields(attr, expected):
+    assert getattr(bodies.Body(RAW).meta, attr) == expected
+
+
+@pytest.mark.parametrize('attr', ['uid', 'name', 'namespace', 'creation_timestamp', 'deletion_timestamp'])
+def test_meta_shortcuts_of_absent_fields_are_none(attr):
+    assert getattr(bodies.Body({}).meta, attr) is None
+
+
+def test_meta_labels_and_annotations_are_views():
+    meta = bodies.Body(RAW).meta
+    assert meta.labels == {'somelabel': 'somevalue'}
+    assert meta.annotations == {'someannotation': 'somevalue'}
+
+
+def test_absent_stanzas_are_empty():
+    body = bodies.Body({})
+    assert body.spec == {}
+    assert body.status == {}
+    assert body.meta.labels == {}
+    assert body.meta.annotations == {}
+
+
+def test_views_reflect_the_replacements_of_the_raw_body():
+    body = bodies.Body({'spec': {'field': 'old'}, 'metadata': {'labels': {'a': 'old'}}})
+    spec, labels = body.spec, body.meta.labels
+    body._replace_with({'spec': {'field': 'new'}, 'metadata': {'labels': {'a': 'new'}}})
+    assert spec['field'] == 'new'
+    assert labels['a'] == 'new'
+    assert body['spec'] == {'field': 'new'}
+
+
+def test_views_reflect_the_in_place_changes_of_the_raw_body():
+    raw: dict = {}
+    body = bodies.Body(raw)
+    raw['status'] = {'phase': 'new'}
+    assert body.status == {'phase': 'new'}
+
+
+def test_raw_bodies_are_taken_from_bodies_without_copying():
+    raw = {'spec': {}}
+    assert bodies.as_raw(bodies.Body(raw)) is raw
+    assert bodies.as_raw(raw) is raw

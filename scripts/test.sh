@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run every test: lint and types, each package's unit tests in its own
+# environment, and the integration tests against a real Kubernetes API server
+# (a local control plane is built and started unless KUBECONFIG points to a cluster).
+# Extra arguments go to the integration tests' pytest (e.g. --cluster=existing).
+source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
+
+failed=()
+step() {
+    local name="$1"; shift
+    echo
+    echo ">>> $name"
+    if "$@"; then
+        echo ">>> $name: passed"
+    else
+        echo ">>> $name: FAILED (exit code $?)"
+        failed+=("$name")
+    fi
+}
+
+step "lint: ruff"           hatch run lint:check-ruff
+step "lint: mypy --strict"  hatch run lint:check-types
+step "lint: import contracts" hatch run lint:check-imports
+step "kopf-core unit tests"   hatch run core:test
+step "kopf-client unit tests" hatch run client:test
+step "kopf-cli unit tests"    hatch run cli:test
+step "integration tests"      hatch run integration:test "$@"
+
+echo
+if [ "${#failed[@]}" -ne 0 ]; then
+    echo "FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "All test suites passed."
