@@ -20,8 +20,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from integration.controlplane import KINDS, Cluster, choose_kind, run_k3d_cluster, run_local_cluster
-from integration.controlplane import use_existing_cluster
+from integration.controlplane import (
+    KINDS,
+    Cluster,
+    choose_kind,
+    run_k3d_cluster,
+    run_local_cluster,
+    use_existing_cluster,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import sys
 import textwrap
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,9 +22,12 @@ from collections.abc import Iterator
 import pytest
 
 from integration.controlplane import (
+    BuildError,
     Cluster,
     ControlPlane,
     ControlPlaneError,
+    ensure_binaries,
+    get_cache_dir,
     parse_request_counts,
     run_local_cluster,
     subtract_counts,
@@ -50,6 +54,35 @@ def local_namespace(local: Cluster) -> Iterator[str]:
     local.kubectl('delete', 'namespace', name, '--wait=false', '--ignore-not-found')
 
 
+# A stand-in for `go build` that records its calls and creates executables where `-o` says.
+_FAKE_GO = textwrap.dedent('''\
+    #!/bin/sh
+    echo "$@" >> "$FAKE_GO_CALLS"
+    [ -n "$FAKE_GO_FAIL" ] && { echo "$FAKE_GO_FAIL"; exit 1; }
+    [ -n "$FAKE_GO_DELAY" ] && sleep "$FAKE_GO_DELAY"
+    while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
+    case "$out" in
+      */) for name in kube-apiserver kube-controller-manager kubectl; do touch "$out$name"; chmod +x "$out$name"; done;;
+      *) touch "$out"; chmod +x "$out";;
+    esac
+''')
+
+
+@pytest.fixture
+def fake_go(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """The file that lists the fake `go` calls; the fake is first on PATH and the cache is in tmp_path."""
+    go_dir = tmp_path / 'go-bin'
+    go_dir.mkdir()
+    (go_dir / 'go').write_text(_FAKE_GO)
+    (go_dir / 'go').chmod(0o755)
+    calls = tmp_path / 'go-calls'
+    calls.touch()
+    monkeypatch.setenv('PATH', f'{go_dir}{os.pathsep}{os.environ["PATH"]}')
+    monkeypatch.setenv('FAKE_GO_CALLS', str(calls))
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'cache'))
+    return calls
+
+
 def _is_gone(pid: int) -> bool:
     """Whether no such process runs; a zombie (exited, not yet reaped by its parent) runs no more."""
     try:
@@ -64,6 +97,57 @@ def _write_fake_etcd(bin_dir: pathlib.Path, output: str) -> None:
     script = bin_dir / 'etcd'
     script.write_text(f'#!/bin/sh\necho {output!r}\nexit 3\n')
     script.chmod(0o755)
+
+
+# --- Building ---
+
+def test_cache_dir_is_per_version_under_xdg_cache_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('XDG_CACHE_HOME', '/somewhere')
+    assert get_cache_dir('v1.2.3') == pathlib.Path('/somewhere/kopf-controlplane/v1.2.3')
+
+
+def test_cache_dir_defaults_to_dot_cache_in_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv('XDG_CACHE_HOME', raising=False)
+    monkeypatch.setenv('HOME', '/home/someone')
+    assert get_cache_dir('v1.2.3') == pathlib.Path('/home/someone/.cache/kopf-controlplane/v1.2.3')
+
+
+def test_binaries_are_built_into_the_cache_of_the_pinned_version(fake_go: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    bin_dir = ensure_binaries()
+    assert bin_dir == tmp_path / 'cache' / 'kopf-controlplane' / 'v1.35.4' / 'bin'
+    assert sorted(path.name for path in bin_dir.iterdir()) == [
+        'etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']
+
+
+def test_binaries_are_stamped_with_the_pinned_version(fake_go: pathlib.Path) -> None:
+    ensure_binaries()
+    assert 'k8s.io/component-base/version.gitVersion=v1.35.4' in fake_go.read_text()
+
+
+def test_cached_binaries_are_not_rebuilt(fake_go: pathlib.Path) -> None:
+    ensure_binaries()
+    calls_after_build = fake_go.read_text()
+    ensure_binaries()
+    assert fake_go.read_text() == calls_after_build
+
+
+def test_concurrent_builds_run_go_only_once(fake_go: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('FAKE_GO_DELAY', '0.5')  # so that all threads ask while the first one builds
+    threads = [threading.Thread(target=ensure_binaries) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(fake_go.read_text().splitlines()) == 2  # the Kubernetes binaries, then etcd
+
+
+def test_failed_build_leaves_no_binaries_and_reports_the_log(
+        fake_go: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('FAKE_GO_FAIL', 'cannot find module providing package')
+    with pytest.raises(BuildError, match='cannot find module providing package'):
+        ensure_binaries()
+    cache_dir = tmp_path / 'cache' / 'kopf-controlplane' / 'v1.35.4'
+    assert sorted(path.name for path in cache_dir.iterdir()) == ['.lock', 'build.log']
 
 
 # --- Readiness ---
@@ -206,13 +290,16 @@ def test_request_counters_grow_by_the_requests_made(local: Cluster, local_namesp
 
 
 def test_request_counters_are_parsed_by_their_labels() -> None:
-    text = textwrap.dedent('''
-        # HELP apiserver_request_total [STABLE] Counter of apiserver requests.
-        # TYPE apiserver_request_total counter
-        apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 7
-        apiserver_request_total{code="404",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="GET",version="v1"} 2
-        apiserver_request_total_other{code="200",verb="LIST",resource="pods"} 100
-    ''')
+    common = 'component="apiserver",dry_run="",version="v1"'
+    text = '\n'.join([
+        '# HELP apiserver_request_total [STABLE] Counter of apiserver requests.',
+        '# TYPE apiserver_request_total counter',
+        f'apiserver_request_total{{code="200",{common},group="",resource="pods",scope="namespace",'
+        f'subresource="",verb="LIST"}} 7',
+        f'apiserver_request_total{{code="404",{common},group="apps",resource="deployments",scope="resource",'
+        f'subresource="status",verb="GET"}} 2',
+        'apiserver_request_total_other{code="200",verb="LIST",resource="pods"} 100',
+    ])
     counts = parse_request_counts(text)
     assert sum_counts(counts, verb='LIST', resource='pods') == 7
     assert sum_counts(counts, code='404', group='apps', subresource='status') == 2

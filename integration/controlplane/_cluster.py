@@ -32,7 +32,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from . import _builder, _certificates, _https, _kubeconfigs, _metrics, _ports, _processes
+from . import _builder, _certificates, _commands, _https, _kubeconfigs, _metrics, _ports, _processes
 
 ADMIN_USER = 'admin'
 NON_ADMIN_USER = 'user'
@@ -42,11 +42,6 @@ ETCD = 'etcd'
 APISERVER = 'kube-apiserver'
 CONTROLLER_MANAGER = 'kube-controller-manager'
 _START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER)
-
-# Garbage collection (owned children go with their owners), namespace finalization
-# (deleted namespaces disappear), and the aggregated ClusterRoles (admin, edit, view)
-# which RBAC tests may bind to. Nothing else: with no nodes, the rest would idle.
-_CONTROLLERS = ('garbage-collector-controller', 'namespace-controller', 'clusterrole-aggregation-controller')
 
 _PORT_CLASH_MARKERS = ('address already in use', 'bind: address')
 _POLL_INTERVAL = 0.1
@@ -58,34 +53,6 @@ class ControlPlaneError(Exception):
 
 class _PortClash(ControlPlaneError):
     """A server lost its port to another process between choosing and binding it."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Ports:
-    etcd_client: int
-    etcd_peer: int
-    apiserver: int
-    controller_manager: int  # its health endpoint, used only to see that it runs
-
-
-class _Layout:
-    """Where each file goes under the root directory."""
-
-    def __init__(self, root: pathlib.Path) -> None:
-        self.root = root
-        self.pki = root / 'pki'
-        self.etcd_data = root / 'etcd'
-        self.logs = root / 'logs'
-        self.state = root / 'state.json'
-        self.admin_kubeconfig = root / 'admin.kubeconfig'
-        self.token_kubeconfig = root / 'admin-token.kubeconfig'
-        self.user_kubeconfig = root / 'user.kubeconfig'
-
-    def pem(self, name: str) -> pathlib.Path:
-        return self.pki / f'{name}.pem'
-
-    def log(self, component: str) -> pathlib.Path:
-        return self.logs / f'{component}.log'
 
 
 class ControlPlane:
@@ -108,13 +75,13 @@ class ControlPlane:
     ) -> None:
         self._own_root = root_dir is None
         root = pathlib.Path(tempfile.mkdtemp(prefix='kopf-controlplane-')) if root_dir is None else root_dir
-        self._layout = _Layout(pathlib.Path(root).absolute())
+        self._layout = _commands.Layout(pathlib.Path(root).absolute())
         self._bin_dir = pathlib.Path(bin_dir) if bin_dir is not None else None
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
         self._start_attempts = start_attempts
         self._processes: dict[str, _processes.Process] = {}
-        self._ports: Ports | None = None
+        self._ports: _commands.Ports | None = None
         self.admin_token = secrets.token_hex(16)
         self.user_token = secrets.token_hex(16)
 
@@ -137,7 +104,7 @@ class ControlPlane:
         return self._layout.root
 
     @property
-    def ports(self) -> Ports:
+    def ports(self) -> _commands.Ports:
         if self._ports is None:
             raise ControlPlaneError('The control plane is not started.')
         return self._ports
@@ -224,18 +191,19 @@ class ControlPlane:
     @classmethod
     def load(cls, root_dir: pathlib.Path | str, **kwargs: Any) -> 'ControlPlane':
         """The control plane started by another process in this root directory (see ``detach``)."""
-        layout = _Layout(pathlib.Path(root_dir).absolute())
+        layout = _commands.Layout(pathlib.Path(root_dir).absolute())
         try:
             state = json.loads(layout.state.read_text())
         except FileNotFoundError:
             raise ControlPlaneError(f'No control plane state in {layout.root}.') from None
         control_plane = cls(layout.root, bin_dir=state['bin_dir'], **kwargs)
-        control_plane._ports = Ports(**state['ports'])
+        control_plane._ports = _commands.Ports(**state['ports'])
         control_plane.admin_token = state['admin_token']
         control_plane.user_token = state['user_token']
         for name in _START_ORDER:
             if name in state['pids']:
-                process = _processes.Process.adopt(name, state['pids'][name], log_path=layout.log(name))
+                process = _processes.Process.adopt(name, state['pids'][name], log_path=layout.log(name),
+                                                   executable=control_plane.bin_dir / name)
                 control_plane._processes[name] = process
         return control_plane
 
@@ -319,7 +287,7 @@ class ControlPlane:
         authority.issue_client(ADMIN_USER, groups=ADMIN_GROUPS).write(layout.pem('admin'), layout.pem('admin-key'))
         _certificates.generate_signing_key().write(layout.pem('sa'), layout.pem('sa-key'))
         # The CSV format of --token-auth-file: token,user,uid[,"group1,group2"].
-        tokens = layout.pki / 'tokens.csv'
+        tokens = layout.tokens
         tokens.touch(mode=0o600)
         tokens.write_text(
             f'{self.admin_token},{ADMIN_USER},{ADMIN_USER},"{",".join(ADMIN_GROUPS)}"\n'
@@ -339,18 +307,19 @@ class ControlPlane:
 
     def _start_servers(self) -> None:
         self._write_kubeconfigs()  # they name the API server's port, which changes between attempts
-        self._spawn(ETCD, self._etcd_argv())
+        self._spawn(ETCD, _commands.make_etcd_argv(self.bin_dir, self._layout, self.ports))
         self._wait_until(ETCD, self._is_etcd_healthy)
         self._spawn_apiserver()
         self._wait_for_apiserver()
-        self._spawn(CONTROLLER_MANAGER, self._controller_manager_argv())
+        self._spawn(CONTROLLER_MANAGER, _commands.make_controller_manager_argv(
+            self.bin_dir, self._layout, self.ports))
         self._wait_until(CONTROLLER_MANAGER, self._is_controller_manager_healthy)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         self._processes[name] = _processes.Process.spawn(name, argv, log_path=self._layout.log(name))
 
     def _spawn_apiserver(self) -> None:
-        self._spawn(APISERVER, self._apiserver_argv())
+        self._spawn(APISERVER, _commands.make_apiserver_argv(self.bin_dir, self._layout, self.ports))
 
     def _wait_for_apiserver(self) -> None:
         # /readyz includes etcd and the post-start hooks (RBAC bootstrap roles, etc.);
@@ -422,63 +391,6 @@ class ControlPlane:
         return _https.make_ssl_context(
             ca_path=self._layout.pem('ca'), cert_path=self._layout.pem('admin'), key_path=self._layout.pem('admin-key'))
 
-    def _etcd_argv(self) -> list[str]:
-        client_url = f'http://{_ports.HOST}:{self.ports.etcd_client}'
-        peer_url = f'http://{_ports.HOST}:{self.ports.etcd_peer}'
-        return [
-            str(self.bin_dir / 'etcd'),
-            '--name=default',
-            f'--data-dir={self._layout.etcd_data}',
-            f'--listen-client-urls={client_url}',
-            f'--advertise-client-urls={client_url}',
-            f'--listen-peer-urls={peer_url}',
-            f'--initial-advertise-peer-urls={peer_url}',
-            f'--initial-cluster=default={peer_url}',
-            '--unsafe-no-fsync=true',  # the data is thrown away anyway; fsyncs would dominate the latency
-            '--log-level=warn',
-        ]
 
-    def _apiserver_argv(self) -> list[str]:
-        layout = self._layout
-        return [
-            str(self.bin_dir / 'kube-apiserver'),
-            f'--etcd-servers=http://{_ports.HOST}:{self.ports.etcd_client}',
-            f'--bind-address={_ports.HOST}',
-            f'--advertise-address={_ports.HOST}',
-            f'--secure-port={self.ports.apiserver}',
-            f'--cert-dir={layout.pki}',
-            f'--tls-cert-file={layout.pem("apiserver")}',
-            f'--tls-private-key-file={layout.pem("apiserver-key")}',
-            f'--client-ca-file={layout.pem("ca")}',
-            f'--token-auth-file={layout.pki / "tokens.csv"}',
-            '--authorization-mode=RBAC',
-            f'--service-account-issuer={self.server}/',
-            f'--service-account-key-file={layout.pem("sa")}',
-            f'--service-account-signing-key-file={layout.pem("sa-key")}',
-            '--service-cluster-ip-range=10.0.0.0/24',
-            '--allow-privileged=true',
-            # The `kubernetes` service cannot point at a loopback address; there is nothing to reconcile anyway.
-            '--endpoint-reconciler-type=none',
-            # Otherwise a stop waits up to a minute for open watches (e.g. of the controller manager) to end.
-            '--shutdown-watch-termination-grace-period=1s',
-            # Nothing creates service-account tokens here, so pods would be rejected for lack of them.
-            '--disable-admission-plugins=ServiceAccount',
-        ]
-
-    def _controller_manager_argv(self) -> list[str]:
-        layout = self._layout
-        return [
-            str(self.bin_dir / 'kube-controller-manager'),
-            f'--kubeconfig={layout.admin_kubeconfig}',
-            f'--bind-address={_ports.HOST}',
-            f'--secure-port={self.ports.controller_manager}',
-            f'--cert-dir={layout.pki}',
-            f'--service-account-private-key-file={layout.pem("sa-key")}',
-            f'--root-ca-file={layout.pem("ca")}',
-            f'--controllers={",".join(_CONTROLLERS)}',
-            '--leader-elect=false',
-        ]
-
-
-def _choose_ports() -> Ports:
-    return Ports(*_ports.find_free_ports(4))
+def _choose_ports() -> _commands.Ports:
+    return _commands.Ports(*_ports.find_free_ports(4))

@@ -4,12 +4,13 @@ Kubeconfig files for the local cluster, self-contained.
 The CA, client certificate and key are embedded as base64 data rather than
 referenced by path, so that a kubeconfig keeps working when copied elsewhere
 (e.g. into a container, or read by a client that resolves paths differently).
+They are written as JSON, which is YAML too: every client reads it, and no YAML
+library is needed here.
 """
 import base64
+import json
 import pathlib
 from typing import Any
-
-import yaml
 
 CLUSTER_NAME = 'kopf-controlplane'
 
@@ -42,7 +43,7 @@ def write_kubeconfig(
         'preferences': {},
     }
     path.touch(mode=0o600)  # it holds credentials
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.write_text(json.dumps(config, indent=2) + '\n')
 
 
 def _b64(data: bytes) -> str:

@@ -35,6 +35,7 @@ class Process:
         self.pid = pid
         self.log_path = log_path
         self._popen = popen
+        self._gone = False
 
     def __repr__(self) -> str:
         return f'<Process {self.name} pid={self.pid}>'
@@ -59,21 +60,33 @@ class Process:
         return cls(name, popen.pid, log_path, popen)
 
     @classmethod
-    def adopt(cls, name: str, pid: int, *, log_path: pathlib.Path) -> 'Process':
-        """A process started by another (maybe finished) Python process, known by its PID."""
-        return cls(name, pid, log_path)
+    def adopt(cls, name: str, pid: int, *, log_path: pathlib.Path, executable: pathlib.Path) -> 'Process':
+        """
+        A process started by another (maybe finished) Python process, known by its PID.
+
+        If the PID now belongs to another program (the server died and the PID
+        was reused, e.g. after a reboot), the process is adopted as already gone,
+        so that stopping it never signals a stranger.
+        """
+        process = cls(name, pid, log_path)
+        process._gone = _runs_other_program(pid, executable)
+        return process
 
     @property
     def exit_code(self) -> int | None:
         return self._popen.poll() if self._popen is not None else None
 
     def is_running(self) -> bool:
+        if self._gone:
+            return False
         if self._popen is not None:
             return self._popen.poll() is None
         return _is_alive(self.pid)
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """SIGTERM the group, wait, then SIGKILL the group; return when all of it is gone."""
+        if self._gone:
+            return
         self._signal_group(signal.SIGTERM)
         if not self._wait_group(timeout):
             self._signal_group(signal.SIGKILL)
@@ -136,6 +149,14 @@ def _has_other_members(pgid: int) -> bool:
             if fields is not None and fields[2] != 'Z' and int(fields[4]) == pgid:
                 return True
     return False
+
+
+def _runs_other_program(pid: int, executable: pathlib.Path) -> bool:
+    try:
+        argv0 = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\0')[0]
+    except OSError:
+        return False  # gone (nothing to fear) or no procfs (cannot tell: trust the state file)
+    return argv0 != os.fsencode(executable)
 
 
 def _is_zombie(pid: int) -> bool:

@@ -98,14 +98,25 @@ class FakeApi:
         return await handlers.pop(0)(request)
 
 
+ApiFactory = Callable[..., Awaitable[FakeApi]]
+
+
 @pytest.fixture()
-async def api(aiohttp_server: AiohttpServer) -> FakeApi:
-    fake = FakeApi()
-    app = web.Application()
-    app.router.add_route('*', '/{path:.*}', fake.handle)
-    server = await aiohttp_server(app)
-    fake.url = str(server.make_url('/')).rstrip('/')
-    return fake
+async def api_factory(aiohttp_server: AiohttpServer) -> ApiFactory:
+    """Start a fake API server, with the server's keyword arguments (e.g. ``ssl=``)."""
+    async def make(**kwargs: Any) -> FakeApi:
+        fake = FakeApi()
+        app = web.Application()
+        app.router.add_route('*', '/{path:.*}', fake.handle)
+        server = await aiohttp_server(app, **kwargs)
+        fake.url = str(server.make_url('/')).rstrip('/')
+        return fake
+    return make
+
+
+@pytest.fixture()
+async def api(api_factory: ApiFactory) -> FakeApi:
+    return await api_factory()
 
 
 @pytest.fixture()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 PODS = kopf.Resource('', 'v1', 'pods', kind='Pod', namespaced=True)
 POD_PATH = '/api/v1/namespaces/ns/pods/pod1'
+PODS_PATH = '/api/v1/namespaces/ns/pods'
 POD = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'pod1'}}
 
 
@@ -180,25 +181,28 @@ async def test_throttling_escalates_when_the_backoffs_are_over(
     assert sleeps == [7]
 
 
+# aiohttp itself re-sends idempotent requests once on a dropped connection;
+# creation is not idempotent, so every drop here is seen by the retrying.
 async def test_dropped_connections_are_retried(
         api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
 ) -> None:
     settings.networking.error_backoffs = [1, 2]
-    api.add_drop(POD_PATH)
-    api.add(POD_PATH, POD)
-    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    api.add_drop(PODS_PATH)
+    api.add(PODS_PATH, POD, status=201)
+    body = await client.create_object(PODS, namespace='ns', body=POD)
     assert body == POD
     assert sleeps == [1]
+    assert len(api.requests) == 2
 
 
 async def test_dropped_connections_escalate_when_the_backoffs_are_over(
         api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
 ) -> None:
     settings.networking.error_backoffs = [1]
-    api.add_drop(POD_PATH)
-    api.add_drop(POD_PATH)
+    api.add_drop(PODS_PATH)
+    api.add_drop(PODS_PATH)
     with pytest.raises(aiohttp.ClientConnectionError):
-        await client.get_object(PODS, namespace='ns', name='pod1')
+        await client.create_object(PODS, namespace='ns', body=POD)
     assert sleeps == [1]
 
 

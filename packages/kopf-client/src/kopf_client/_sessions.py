@@ -14,6 +14,7 @@ a 401 with the same token; they will see it themselves on their next attempt.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -43,13 +44,14 @@ def make_session(info: clients.ConnectionInfo, *, headers: Optional[Mapping[str,
     would make the regular requests wait behind them.
     """
     all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {})}
-    auth: Optional[aiohttp.BasicAuth] = None
     if info.token:
         all_headers['Authorization'] = f'{info.scheme or "Bearer"} {info.token}'
     elif info.username is not None:
-        auth = aiohttp.BasicAuth(info.username, info.password or '')
+        # Encoded here rather than with aiohttp.BasicAuth: it is deprecated in newer aiohttp versions.
+        pair = f'{info.username}:{info.password or ""}'.encode()
+        all_headers['Authorization'] = f'Basic {base64.b64encode(pair).decode("ascii")}'
     connector = aiohttp.TCPConnector(limit=0, ssl=_tls.make_ssl_context(info))
-    return aiohttp.ClientSession(connector=connector, headers=all_headers, auth=auth)
+    return aiohttp.ClientSession(connector=connector, headers=all_headers)
 
 
 @dataclasses.dataclass(eq=False)

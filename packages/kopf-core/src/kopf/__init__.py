@@ -26,7 +26,8 @@ from kopf._cogs.configs.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
-from kopf._cogs.structs.bodies import Body, Meta, Spec, Status
+from kopf._cogs.helpers.typedefs import RawBody, RawEvent, RawMeta, RawPatch
+from kopf._cogs.structs.bodies import Body, BodyEssence, Meta, Spec, Status
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault
 from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
 from kopf._cogs.structs.ephemera import Memo
@@ -88,6 +89,7 @@ __all__ = [
     'AnnotationsDiffBaseStorage',
     'AnnotationsProgressStorage',
     'Body',
+    'BodyEssence',
     'ConnectionInfo',
     'Diff',
     'DiffBaseStorage',
@@ -110,6 +112,10 @@ __all__ = [
     'OperatorSettings',
     'Patch',
     'PermanentError',
+    'RawBody',
+    'RawEvent',
+    'RawMeta',
+    'RawPatch',
     'ProgressRecord',
     'ProgressStorage',
     'Reason',

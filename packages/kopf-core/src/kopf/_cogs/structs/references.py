@@ -52,8 +52,8 @@ class Resource:
     verbs: FrozenSet[str] = frozenset()
 
     def __repr__(self) -> str:
-        plural_group = self.plural if not self.group else f'{self.plural}.{self.group}'
-        return f'{plural_group}.{self.version}' if self.version else plural_group
+        # As the logs show it: plural.version.group (pods.v1 for the core API).
+        return '.'.join(part for part in (self.plural, self.version, self.group) if part)
 
     @property
     def name(self) -> str:

@@ -80,7 +80,7 @@ async def _apply_fns(
     name = _name_of(body)
     ops = patches.build_json_patch(body=copy.deepcopy(dict(body)), fns=fns)
     patch.fns.clear()
-    if len(ops) <= 1:  # only the resourceVersion test: the functions changed nothing
+    if not ops:  # the functions changed nothing: no request
         return dict(body)
     logger.debug(f"JSON-patching the resource with: {ops!r}")
     try:

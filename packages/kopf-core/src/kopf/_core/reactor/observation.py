@@ -22,7 +22,7 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger('kopf.reactor.observation')
 
 CRDS = references.Resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', namespaced=False)
 NAMESPACES = references.Resource('', 'v1', 'namespaces', namespaced=False)

@@ -13,7 +13,7 @@ from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger('kopf.reactor.orchestration')
 
 StreamKey = Tuple[references.Resource, references.Namespace]
 

@@ -22,7 +22,7 @@ from kopf._core.reactor import inventory
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
-from kopf._cogs.structs import bodies, diffs, patches, references
+from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,7 @@ async def process_resource_event(
 
     body = bodies.Body(raw_body)
     patch = patches.Patch()
+    hierarchies.current_body.set(body)  # the default owner for kopf.adopt() & co in the handlers
     memo = memory.memo if memory is not None else context.memo
 
     await _process_watching(context=context, resource=resource, raw_event=raw_event,

@@ -24,7 +24,7 @@ from kopf._core.reactor import processing
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger('kopf.reactor.queueing')
 
 Processor = Callable[[typedefs.RawEvent], Awaitable[processing.CycleResult]]
 

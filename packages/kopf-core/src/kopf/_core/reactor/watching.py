@@ -21,7 +21,7 @@ from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger('kopf.reactor.watching')
 
 LIST_PAGE_SIZE = 500
 

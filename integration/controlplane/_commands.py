@@ -1,0 +1,103 @@
+"""
+The command lines of the servers, and where their files go.
+
+Each flag is here for a reason given next to it; the flags were checked against
+the ``--help`` of the release pinned in ``gomod/go.mod`` (flags change between
+releases: check them again when the pin moves).
+"""
+import dataclasses
+import pathlib
+
+from . import _ports
+
+# Garbage collection (owned children go with their owners), namespace finalization
+# (deleted namespaces disappear), and the aggregated ClusterRoles (admin, edit, view)
+# which RBAC tests may bind to. Nothing else: with no nodes, the rest would idle.
+_CONTROLLERS = ('garbage-collector-controller', 'namespace-controller', 'clusterrole-aggregation-controller')
+
+
+@dataclasses.dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int  # its health endpoint, used only to see that it runs
+
+
+class Layout:
+    """Where each file goes under the root directory."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.root = root
+        self.pki = root / 'pki'
+        self.etcd_data = root / 'etcd'
+        self.logs = root / 'logs'
+        self.state = root / 'state.json'
+        self.tokens = self.pki / 'tokens.csv'
+        self.admin_kubeconfig = root / 'admin.kubeconfig'
+        self.token_kubeconfig = root / 'admin-token.kubeconfig'
+        self.user_kubeconfig = root / 'user.kubeconfig'
+
+    def pem(self, name: str) -> pathlib.Path:
+        return self.pki / f'{name}.pem'
+
+    def log(self, component: str) -> pathlib.Path:
+        return self.logs / f'{component}.log'
+
+
+def make_etcd_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
+    client_url = f'http://{_ports.HOST}:{ports.etcd_client}'
+    peer_url = f'http://{_ports.HOST}:{ports.etcd_peer}'
+    return [
+        str(bin_dir / 'etcd'),
+        '--name=default',
+        f'--data-dir={layout.etcd_data}',
+        f'--listen-client-urls={client_url}',
+        f'--advertise-client-urls={client_url}',
+        f'--listen-peer-urls={peer_url}',
+        f'--initial-advertise-peer-urls={peer_url}',
+        f'--initial-cluster=default={peer_url}',
+        '--unsafe-no-fsync=true',  # the data is thrown away anyway; fsyncs would dominate the latency
+        '--log-level=warn',
+    ]
+
+
+def make_apiserver_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
+    return [
+        str(bin_dir / 'kube-apiserver'),
+        f'--etcd-servers=http://{_ports.HOST}:{ports.etcd_client}',
+        f'--bind-address={_ports.HOST}',
+        f'--advertise-address={_ports.HOST}',
+        f'--secure-port={ports.apiserver}',
+        f'--cert-dir={layout.pki}',
+        f'--tls-cert-file={layout.pem("apiserver")}',
+        f'--tls-private-key-file={layout.pem("apiserver-key")}',
+        f'--client-ca-file={layout.pem("ca")}',
+        f'--token-auth-file={layout.tokens}',
+        '--authorization-mode=RBAC',
+        f'--service-account-issuer=https://{_ports.HOST}:{ports.apiserver}/',
+        f'--service-account-key-file={layout.pem("sa")}',
+        f'--service-account-signing-key-file={layout.pem("sa-key")}',
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--allow-privileged=true',
+        # The `kubernetes` service cannot point at a loopback address; there is nothing to reconcile anyway.
+        '--endpoint-reconciler-type=none',
+        # Otherwise a stop waits up to a minute for open watches (e.g. of the controller manager) to end.
+        '--shutdown-watch-termination-grace-period=1s',
+        # Nothing creates service-account tokens here, so pods would be rejected for lack of them.
+        '--disable-admission-plugins=ServiceAccount',
+    ]
+
+
+def make_controller_manager_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
+    return [
+        str(bin_dir / 'kube-controller-manager'),
+        f'--kubeconfig={layout.admin_kubeconfig}',
+        f'--bind-address={_ports.HOST}',
+        f'--secure-port={ports.controller_manager}',
+        f'--cert-dir={layout.pki}',
+        f'--service-account-private-key-file={layout.pem("sa-key")}',
+        f'--root-ca-file={layout.pem("ca")}',
+        f'--controllers={",".join(_CONTROLLERS)}',
+        '--leader-elect=false',
+    ]
