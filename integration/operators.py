@@ -64,7 +64,7 @@ class OperatorProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-                raise AssertionError(f"The operator did not stop within {timeout}s:\n{self.log}")
+                raise AssertionError(f"The operator did not stop within {timeout}s:\n{self.log}") from None
         return self.process.returncode
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from typing import Any, Optional
 
 import kopf
@@ -29,7 +30,9 @@ def is_installed(module: str) -> bool:
     """Whether a library is importable, without importing it (some are slow to import)."""
     try:
         return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
+    except ValueError:  # imported already, but with no spec (e.g. injected): it is there
+        return sys.modules.get(module) is not None
+    except ImportError:
         return False
 
 

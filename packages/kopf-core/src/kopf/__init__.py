@@ -59,7 +59,6 @@ from kopf._core.intents.handlers import ErrorsMode
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
 from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
 
-
 # Names provided by the optional add-on packages: name -> (module, attribute, package to install).
 _LAZY = {
     'login_with_kubeconfig': ('kopf_client', 'login_with_kubeconfig', 'kopf-client'),
@@ -112,12 +111,12 @@ __all__ = [
     'OperatorSettings',
     'Patch',
     'PermanentError',
+    'ProgressRecord',
+    'ProgressStorage',
     'RawBody',
     'RawEvent',
     'RawMeta',
     'RawPatch',
-    'ProgressRecord',
-    'ProgressStorage',
     'Reason',
     'Resource',
     'SmartProgressStorage',

@@ -17,14 +17,19 @@ handler is added to the default registry unless ``registry=`` is given.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Optional, Protocol, TypeVar, Union
 
+from kopf._cogs.structs import references
 from kopf._core.actions import invocation
 from kopf._core.intents import callbacks, causes, filters, handlers, registries
-from kopf._cogs.structs import references
 
 FnT = TypeVar('FnT', bound=Callable[..., Any])
-Decorator = Callable[[FnT], FnT]
+
+
+class Decorator(Protocol):
+    """A decorator that registers the function and returns it unchanged (types kept)."""
+    def __call__(self, fn: FnT, /) -> FnT: ...
+
 SelectorArg = Union[None, str, references.EverythingMarker]
 
 
@@ -33,7 +38,7 @@ SelectorArg = Union[None, str, references.EverythingMarker]
 def startup(*, id: Optional[str] = None, param: Optional[Any] = None,
             errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
             retries: Optional[int] = None, backoff: Optional[float] = None,
-            registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+            registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.startup()`` handler for the operator's start (e.g. to tune the settings)."""
     return _activity(handlers.Activity.STARTUP, id=id, param=param, errors=errors, timeout=timeout,
                      retries=retries, backoff=backoff, registry=registry)
@@ -42,7 +47,7 @@ def startup(*, id: Optional[str] = None, param: Optional[Any] = None,
 def cleanup(*, id: Optional[str] = None, param: Optional[Any] = None,
             errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
             retries: Optional[int] = None, backoff: Optional[float] = None,
-            registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+            registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.cleanup()`` handler for the operator's exit."""
     return _activity(handlers.Activity.CLEANUP, id=id, param=param, errors=errors, timeout=timeout,
                      retries=retries, backoff=backoff, registry=registry)
@@ -51,7 +56,7 @@ def cleanup(*, id: Optional[str] = None, param: Optional[Any] = None,
 def login(*, id: Optional[str] = None, param: Optional[Any] = None,
           errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
           retries: Optional[int] = None, backoff: Optional[float] = None,
-          registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.login()`` handler for custom (re-)authentication: returns ``kopf.ConnectionInfo``."""
     return _activity(handlers.Activity.AUTHENTICATION, id=id, param=param, errors=errors, timeout=timeout,
                      retries=retries, backoff=backoff, registry=registry)
@@ -60,7 +65,7 @@ def login(*, id: Optional[str] = None, param: Optional[Any] = None,
 def probe(*, id: Optional[str] = None, param: Optional[Any] = None,
           errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
           retries: Optional[int] = None, backoff: Optional[float] = None,
-          registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.probe()`` handler for the health checks (its result is reported)."""
     return _activity(handlers.Activity.PROBE, id=id, param=param, errors=errors, timeout=timeout,
                      retries=retries, backoff=backoff, registry=registry)
@@ -68,7 +73,7 @@ def probe(*, id: Optional[str] = None, param: Optional[Any] = None,
 
 def _activity(activity: handlers.Activity, *, id: Optional[str], param: Optional[Any],
               errors: Optional[handlers.ErrorsMode], timeout: Optional[float], retries: Optional[int],
-              backoff: Optional[float], registry: Optional[registries.OperatorRegistry]) -> Decorator[FnT]:
+              backoff: Optional[float], registry: Optional[registries.OperatorRegistry]) -> Decorator:
     def decorator(fn: FnT) -> FnT:
         invocation.check_signature(fn, kind=f'{activity.value} handler')
         real_registry = registry if registry is not None else registries.get_default_registry()
@@ -89,7 +94,7 @@ def event(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name
           labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
           when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
           value: filters.ValueFilter = None,
-          registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.event()`` handler for the raw watch-events (no state, no retries)."""
     selector = references.Selector(__group_or_groupversion_or_name, __version_or_name, __name,
                                    group=group, version=version, kind=kind, plural=plural,
@@ -117,7 +122,7 @@ def resume(__group_or_groupversion_or_name: SelectorArg = None, __version_or_nam
            labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
            when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
            value: filters.ValueFilter = None,
-           registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+           registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.resume()`` handler for the objects existing when the operator (re)starts."""
     return _changing(
         references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
@@ -138,7 +143,7 @@ def create(__group_or_groupversion_or_name: SelectorArg = None, __version_or_nam
            labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
            when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
            value: filters.ValueFilter = None,
-           registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+           registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.create()`` handler for the object creation."""
     return _changing(
         references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
@@ -159,7 +164,7 @@ def update(__group_or_groupversion_or_name: SelectorArg = None, __version_or_nam
            labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
            when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
            value: filters.ValueFilter = None, old: filters.ValueFilter = None, new: filters.ValueFilter = None,
-           registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+           registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.update()`` handler for the object update or change."""
     return _changing(
         references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
@@ -180,7 +185,7 @@ def delete(__group_or_groupversion_or_name: SelectorArg = None, __version_or_nam
            labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
            when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
            value: filters.ValueFilter = None,
-           registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+           registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.delete()`` handler for the object deletion (behind a finalizer unless optional)."""
     return _changing(
         references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
@@ -201,7 +206,7 @@ def field(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name
           labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
           when: Optional[callbacks.WhenFilterFn] = None, field: Any,
           value: filters.ValueFilter = None, old: filters.ValueFilter = None, new: filters.ValueFilter = None,
-          registry: Optional[registries.OperatorRegistry] = None) -> Decorator[FnT]:
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
     """``@kopf.on.field()`` handler for the changes of one field (on updates)."""
     return _changing(
         references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
@@ -234,7 +239,7 @@ def _changing(
         deleted: Optional[bool] = None,
         requires_finalizer: Optional[bool] = None,
         field_needs_change: Optional[bool] = None,
-) -> Decorator[FnT]:
+) -> Decorator:
     if value is not None and (old is not None or new is not None):
         raise TypeError("Either value= or old=/new= can be used in the filters, not both: "
                         "value= applies to either side of a change, old=/new= to their sides only.")

@@ -16,7 +16,7 @@ class Memo(Dict[Any, Any]):
     def __repr__(self) -> str:
         return f'{type(self).__name__}({dict.__repr__(self)})'
 
-    def __copy__(self) -> 'Memo':
+    def __copy__(self) -> Memo:
         return type(self)(self)
 
     def __getattr__(self, key: str) -> Any:

@@ -13,9 +13,9 @@ import dataclasses
 import datetime
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
+from kopf._cogs.configs import configuration
 from kopf._core.actions import errors, invocation, progression
 from kopf._core.intents import handlers
-from kopf._cogs.configs import configuration
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,7 +42,11 @@ def check_signature(fn: Any, *, kind: str = 'handler') -> None:
 def is_async_fn(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, '__call__', None))
+    # Callable objects with an async __call__ are async too (the method is on the type).
+    if inspect.iscoroutinefunction(fn):
+        return True
+    method = vars(type(fn)).get('__call__') if not inspect.isfunction(fn) else None
+    return method is not None and inspect.iscoroutinefunction(method)
 
 
 async def invoke(

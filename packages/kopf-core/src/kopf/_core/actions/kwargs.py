@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime
 from typing import Any, Dict, Optional
 
-from kopf._core.intents import causes, handlers
-from kopf._core.actions import progression
 from kopf._cogs.structs import diffs
+from kopf._core.actions import progression
+from kopf._core.intents import causes, handlers
 
 
 def build_resource_kwargs(cause: causes.BaseCause) -> Dict[str, Any]:

@@ -12,9 +12,9 @@ import dataclasses
 import datetime
 from typing import Any, Collection, Dict, Iterable, Mapping, Optional, Sequence
 
-from kopf._core.intents import handlers
 from kopf._cogs.configs import progress
 from kopf._cogs.structs import bodies, patches
+from kopf._core.intents import handlers
 
 
 def utcnow() -> datetime.datetime:
@@ -46,11 +46,11 @@ class HandlerState:
     _origin: Optional[progress.ProgressRecord] = None  # as loaded, to skip unchanged writes
 
     @classmethod
-    def from_scratch(cls, *, purpose: Optional[str] = None) -> 'HandlerState':
+    def from_scratch(cls, *, purpose: Optional[str] = None) -> HandlerState:
         return cls(started=utcnow(), purpose=purpose)
 
     @classmethod
-    def from_record(cls, record: progress.ProgressRecord) -> 'HandlerState':
+    def from_record(cls, record: progress.ProgressRecord) -> HandlerState:
         return cls(
             started=progress.parse_timestamp(record.get('started')) or utcnow(),
             stopped=progress.parse_timestamp(record.get('stopped')),
@@ -94,7 +94,7 @@ class HandlerState:
         now = now or utcnow()
         return self.delayed is None or self.delayed <= now
 
-    def with_outcome(self, outcome: HandlerOutcome) -> 'HandlerState':
+    def with_outcome(self, outcome: HandlerOutcome) -> HandlerState:
         now = utcnow()
         exc = outcome.exception
         return dataclasses.replace(
@@ -124,7 +124,7 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
             body: bodies.Body,
             storage: progress.ProgressStorage,
             handlers_: Iterable[handlers.BaseHandler],
-    ) -> 'State':
+    ) -> State:
         states: Dict[handlers.HandlerId, HandlerState] = {}
         for handler in handlers_:
             record = storage.fetch(key=handler.id, body=body)
@@ -132,7 +132,7 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
                 states[handler.id] = HandlerState.from_record(record)
         return cls(states)
 
-    def with_purpose(self, purpose: Optional[str], handlers_: Iterable[handlers.BaseHandler] = ()) -> 'State':
+    def with_purpose(self, purpose: Optional[str], handlers_: Iterable[handlers.BaseHandler] = ()) -> State:
         """Start the missing handlers' states for this purpose (not-yet-run ones get retries=0)."""
         states = dict(self._states)
         for handler in handlers_:
@@ -140,14 +140,14 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
                 states[handler.id] = HandlerState.from_scratch(purpose=purpose)
         return State(states, purpose=purpose)
 
-    def with_outcomes(self, outcomes: Mapping[handlers.HandlerId, HandlerOutcome]) -> 'State':
+    def with_outcomes(self, outcomes: Mapping[handlers.HandlerId, HandlerOutcome]) -> State:
         states = dict(self._states)
         for handler_id, outcome in outcomes.items():
             state = states.get(handler_id) or HandlerState.from_scratch(purpose=self.purpose)
             states[handler_id] = state.with_outcome(outcome)
         return State(states, purpose=self.purpose)
 
-    def without(self, ids: Collection[str]) -> 'State':
+    def without(self, ids: Collection[str]) -> State:
         return State({k: v for k, v in self._states.items() if k not in ids}, purpose=self.purpose)
 
     def __getitem__(self, key: handlers.HandlerId) -> HandlerState:

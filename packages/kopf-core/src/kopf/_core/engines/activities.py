@@ -11,11 +11,11 @@ import asyncio
 import logging
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from kopf._core.actions import execution, invocation, progression
-from kopf._core.intents import handlers, registries
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials
+from kopf._core.actions import execution, invocation, progression
+from kopf._core.intents import handlers, registries
 
 
 class ActivityError(Exception):

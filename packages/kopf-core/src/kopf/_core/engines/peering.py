@@ -39,7 +39,7 @@ async def detect_peering(*, client: protocols.ApiClient, settings: configuration
             f"Create a {'ClusterKopfPeering' if settings.peering.clusterwide else 'KopfPeering'} "
             f"named {name!r}, or run with --standalone.")
     if not exists:
-        logger.warning(f"Default peering object is not found, falling back to the standalone mode.")
+        logger.warning("Default peering object is not found, falling back to the standalone mode.")
         settings.peering.standalone = True
         return False
     logger.warning(f"Peering object {name!r} is found, but peering is not supported by this version: "

@@ -24,7 +24,7 @@ class MetaFilterToken(enum.Enum):
 PRESENT = MetaFilterToken.PRESENT
 ABSENT = MetaFilterToken.ABSENT
 
-ValueFilter: TypeAlias = Union[None, MetaFilterToken, Callable[..., bool], Any]
+ValueFilter: TypeAlias = Union[MetaFilterToken, Callable[..., bool], Any, None]
 MetaFilter: TypeAlias = Mapping[str, ValueFilter]
 
 _MISSING = object()

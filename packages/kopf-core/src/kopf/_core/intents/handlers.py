@@ -10,8 +10,8 @@ import dataclasses
 import enum
 from typing import Any, Mapping, NewType, Optional, Tuple
 
-from kopf._core.intents import callbacks, causes, filters
 from kopf._cogs.structs import references
+from kopf._core.intents import callbacks, causes, filters
 
 HandlerId = NewType('HandlerId', str)
 

@@ -7,10 +7,10 @@ an object, and a cause. Selection is pure: no I/O, no state.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, TypeVar
 
-from kopf._core.intents import causes, filters, handlers
 from kopf._cogs.structs import diffs, references
+from kopf._core.intents import causes, filters, handlers
 
 HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
 

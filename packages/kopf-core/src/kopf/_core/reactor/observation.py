@@ -15,12 +15,12 @@ import dataclasses
 import logging
 from typing import Collection, FrozenSet, Iterable, Optional, Set
 
-from kopf._core.intents import registries
-from kopf._core.reactor import watching
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
+from kopf._core.intents import registries
+from kopf._core.reactor import watching
 
 logger = logging.getLogger('kopf.reactor.observation')
 

@@ -8,10 +8,10 @@ import asyncio
 import logging
 from typing import Dict, Optional, Tuple
 
-from kopf._core.reactor import observation, processing, queueing, watching
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
+from kopf._core.reactor import observation, processing, queueing, watching
 
 logger = logging.getLogger('kopf.reactor.orchestration')
 

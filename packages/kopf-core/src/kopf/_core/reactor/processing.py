@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from kopf._core.actions import application, execution, invocation, kwargs as kwargs_, loggers, progression
-from kopf._core.intents import causes, handlers, registries
-from kopf._core.reactor import inventory
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
+from kopf._core.actions import application, execution, invocation, loggers, progression
+from kopf._core.actions import kwargs as kwargs_
+from kopf._core.intents import causes, handlers, registries
+from kopf._core.reactor import inventory
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,9 +20,9 @@ import dataclasses
 import logging
 from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Iterator, Optional
 
-from kopf._core.reactor import processing
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
+from kopf._core.reactor import processing
 
 logger = logging.getLogger('kopf.reactor.queueing')
 
@@ -31,8 +31,8 @@ Processor = Callable[[typedefs.RawEvent], Awaitable[processing.CycleResult]]
 
 @dataclasses.dataclass
 class _Stream:
-    queue: 'asyncio.Queue[typedefs.RawEvent]'
-    task: Optional['asyncio.Task[None]'] = None
+    queue: asyncio.Queue[typedefs.RawEvent]
+    task: Optional[asyncio.Task[None]] = None
 
 
 def object_key(raw_event: typedefs.RawEvent) -> str:
@@ -137,7 +137,7 @@ async def _worker(
 
 
 async def _batch(
-        queue: 'asyncio.Queue[typedefs.RawEvent]',
+        queue: asyncio.Queue[typedefs.RawEvent],
         event: typedefs.RawEvent,
         *,
         window: float,

@@ -17,13 +17,13 @@ import signal
 import threading
 from typing import Any, Collection, List, Optional, Sequence
 
-from kopf._core.engines import activities, peering, posting
-from kopf._core.intents import handlers, registries
-from kopf._core.reactor import inventory, observation, orchestration, processing
 from kopf._cogs.aiokits import aioadapters
 from kopf._cogs.clients import drivers, protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials, ephemera, references
+from kopf._core.engines import activities, peering, posting
+from kopf._core.intents import handlers, registries
+from kopf._core.reactor import inventory, observation, orchestration, processing
 
 logger = logging.getLogger('kopf.reactor.running')
 

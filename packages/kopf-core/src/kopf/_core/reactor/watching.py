@@ -78,7 +78,7 @@ class _Trace(NamedTuple):
     name: Optional[str]
 
     @classmethod
-    def of(cls, raw: Mapping[str, Any]) -> '_Trace':
+    def of(cls, raw: Mapping[str, Any]) -> _Trace:
         meta = raw.get('metadata', {})
         return cls(meta.get('resourceVersion', ''), raw.get('apiVersion'), raw.get('kind'),
                    meta.get('namespace'), meta.get('name'))
