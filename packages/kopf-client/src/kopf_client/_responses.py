@@ -51,7 +51,7 @@ def make_error(
     cls = clients.error_class_for_status(status)
     status_payload = payload if isinstance(payload, Mapping) else None
     message = None
-    if not (status_payload or {}).get('message') and text.strip():
+    if status_payload is None and text.strip():  # not a Status: e.g. an HTML page of a proxy
         message = text.strip()[:_MAX_MESSAGE_LENGTH]
     if issubclass(cls, clients.APITooManyRequestsError):
         retry_after = _retrying.parse_retry_after((headers or {}).get('Retry-After'))

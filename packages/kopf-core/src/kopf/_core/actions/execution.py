@@ -9,13 +9,29 @@ tests assert on them), so their wording is fixed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence
 
 from kopf._cogs.configs import configuration
 from kopf._core.actions import errors, invocation, progression
 from kopf._core.intents import handlers
+
+
+class SubExecutionScope(Protocol):
+    """The sub-handlers of one invocation of a handler (see ``subhandling``)."""
+
+    @property
+    def subrefs(self) -> Collection[str]:
+        """The ids of all descendant sub-handlers seen so far."""
+
+    async def finish(self) -> None:
+        """Execute the registered but not yet executed sub-handlers (may raise a retry)."""
+
+
+# The scope of the handler being invoked now: @kopf.subhandler & co register into it.
+subexecution_var: contextvars.ContextVar[SubExecutionScope] = contextvars.ContextVar('subexecution_var')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +40,9 @@ class ExecutionContext:
     settings: configuration.OperatorSettings
     logger: Any
     build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]]
+    # Makes the sub-handlers' scope for an invocation (only for resource-changing handlers).
+    subscope: Optional[Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]],
+                                SubExecutionScope]] = None
 
 
 async def execute_handlers_once(
@@ -69,13 +88,18 @@ async def execute_handler_once(
         logger.error(str(exc))
         return progression.HandlerOutcome(final=True, exception=exc)
 
+    kwargs = context.build_kwargs(handler, state)
+    scope = context.subscope(handler, state, kwargs) if context.subscope is not None else None
+    token = subexecution_var.set(scope) if scope is not None else None
     try:
         logger.debug(f"{title} is invoked.")
-        result = await invocation.invoke(
-            handler.fn, kwargs=context.build_kwargs(handler, state), settings=context.settings)
+        result = await invocation.invoke(handler.fn, kwargs=kwargs, settings=context.settings)
+        if scope is not None:
+            await scope.finish()
     except errors.HandlerChildrenRetry as e:
         logger.debug(f"{title} has unfinished sub-handlers. Will retry soon.")
-        return progression.HandlerOutcome(final=False, exception=e, delay=e.delay)
+        return progression.HandlerOutcome(final=False, exception=e, delay=e.delay,
+                                          subrefs=tuple(scope.subrefs) if scope is not None else ())
     except errors.PermanentError as e:
         logger.error(f"{title} failed permanently: {_text(e)}")
         return progression.HandlerOutcome(final=True, exception=e)
@@ -89,7 +113,11 @@ async def execute_handler_once(
                                   errors_mode=errors_mode, backoff=backoff)
     else:
         logger.info(f"{title} succeeded.")
-        return progression.HandlerOutcome(final=True, result=result)
+        return progression.HandlerOutcome(final=True, result=result,
+                                          subrefs=tuple(scope.subrefs) if scope is not None else ())
+    finally:
+        if token is not None:
+            subexecution_var.reset(token)
 
 
 def _text(exc: BaseException) -> str:

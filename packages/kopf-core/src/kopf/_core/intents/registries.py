@@ -65,6 +65,10 @@ class OperatorRegistry:
         # which of them applies depends on the cause. See select_changing_handlers().
         return [h for h in self._changing if _serves(h, resource)]
 
+    def get_all_changing_handlers(self) -> Sequence[handlers.ChangingHandler]:
+        """All resource-changing handlers regardless of resources (e.g. for kopf.execute(registry=))."""
+        return list(self._changing)
+
     def has_changing_handlers(self, *, resource: references.Resource) -> bool:
         return any(_serves(h, resource) for h in self._changing)
 

@@ -20,7 +20,7 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
-from kopf._core.actions import application, execution, invocation, loggers, progression
+from kopf._core.actions import application, execution, invocation, loggers, progression, subhandling
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.intents import causes, handlers, registries
 from kopf._core.reactor import inventory
@@ -226,7 +226,10 @@ async def _run_handlers(
     def build_kwargs(handler: handlers.BaseHandler, handler_state: progression.HandlerState) -> Dict[str, Any]:
         return kwargs_.build_changing_kwargs(cause, handler=handler, state=handler_state)
 
-    exec_context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs)
+    subscope = subhandling.make_scope(purpose=purpose, body=body, patch=patch, storage=progress_storage,
+                                      settings=settings, logger=logger, build_kwargs=build_kwargs)
+    exec_context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
+                                              subscope=subscope)
     outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=exec_context)
     for handler_id, outcome in outcomes.items():
         if outcome.final and outcome.exception is None and outcome.result is not None:
