@@ -7,6 +7,8 @@ would do is imitated by the tests populating or failing the vault.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import pathlib
 from typing import TYPE_CHECKING, List
 
 import pytest
@@ -83,6 +85,17 @@ async def test_depleted_vault_fails_the_requests_when_relogin_fails(
     await vault.fail(RuntimeError("no credentials were retrieved"))
     with pytest.raises(kopf.LoginError, match='no credentials were retrieved'):
         await asyncio.wait_for(request, timeout=1)
+
+
+async def test_credentials_with_unusable_tls_files_are_invalidated_and_others_are_used(
+        api: FakeApi, client: AiohttpClient, vault: clients.Vault, tmp_path: pathlib.Path,
+) -> None:
+    broken = kopf.ConnectionInfo(server=api.url, token='broken-token', ca_path=str(tmp_path / 'absent.crt'))
+    await vault.populate({'broken': dataclasses.replace(broken, priority=1)})
+    api.add(POD_PATH, POD)
+    body = await client.get_object(PODS, namespace='ns', name='pod1')
+    assert body == POD
+    assert [request.headers['Authorization'] for request in api.requests] == ['Bearer main-token']
 
 
 async def test_session_is_reused_for_the_same_credentials(api: FakeApi, client: AiohttpClient) -> None:

@@ -14,6 +14,8 @@ happens on failures:
   is repeated with other credentials; if none are left, the vault makes it
   wait for a re-login, or raises :class:`kopf.LoginError` if that fails.
 * Other 4xx: raised at once, with the ``Status`` object as the payload.
+* Credentials that cannot even make a connection (e.g. a missing CA file or
+  a malformed certificate) are invalidated as with 401.
 
 Regular requests are retried until their body is fully read. Streams
 (watching) are retried only until the response headers arrive; what happens
@@ -143,6 +145,13 @@ class Transport:
             async with contextlib.AsyncExitStack() as stack:
                 try:
                     session = await stack.enter_async_context(self._sessions.session(key, info))
+                except (OSError, ValueError) as exc:  # incl. ssl.SSLError
+                    # Unusable TLS material (a missing CA file, a malformed certificate):
+                    # as useless as a rejected token; other or re-obtained credentials may work.
+                    logger.error(f"Credentials are unusable and are invalidated: {exc!r}")
+                    await self._vault.invalidate(key, info, exc=exc)
+                    continue
+                try:
                     response = await stack.enter_async_context(session.request(
                         method, url, params=params, data=data, headers=headers, timeout=timeout,
                     ))

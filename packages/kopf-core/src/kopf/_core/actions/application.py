@@ -11,7 +11,7 @@ freshest body and a ``test`` on ``resourceVersion`` to be safe.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Set
 
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
@@ -57,7 +57,8 @@ async def apply_patch(
         return None
 
     if latest is not None:
-        _report_inconsistencies(patch={**merge, **(status_patch or {})}, result=latest, logger=logger)
+        _report_inconsistencies(resource=resource, patch={**merge, **(status_patch or {})},
+                                result=latest, logger=logger)
     patch.clear()
 
     fns = list(patch.fns)
@@ -94,11 +95,30 @@ async def _apply_fns(
         return None
 
 
-def _report_inconsistencies(*, patch: Mapping[str, Any], result: Mapping[str, Any], logger: Any) -> None:
+# The resources whose pruned status has been reported: once per process is enough.
+_reported_pruning: Set[references.Resource] = set()
+
+
+def _report_inconsistencies(
+        *,
+        resource: references.Resource,
+        patch: Mapping[str, Any],
+        result: Mapping[str, Any],
+        logger: Any,
+) -> None:
     """Warn if some patched values did not land (e.g. pruned by the CRD's schema)."""
     missing = list(_iter_missing(patch, result, ()))
-    if missing:
-        logger.warning(f"Merge-patching finished with inconsistencies: {missing!r}")
+    if not missing:
+        return
+    logger.warning(f"Merge-patching finished with inconsistencies: {missing!r}")
+    pruned_status = any(path[:1] == ('status',) for _, path, _, _ in missing)
+    if pruned_status and resource not in _reported_pruning:
+        _reported_pruning.add(resource)
+        logger.warning(
+            f"The status of {resource!r} is pruned by the API server: the handlers' results "
+            f"(and the progress, if stored in the status) are lost. To fix it, add "
+            f"`x-kubernetes-preserve-unknown-fields: true` to the status schema in the CRD, "
+            f"or store the results elsewhere.")
 
 
 def _iter_missing(patch: Any, result: Any, path: tuple[str, ...]) -> Any:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 
 @dataclasses.dataclass
 class ObjectMemory:
     memo: Any
     initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
+    pending_fns: List[Any] = dataclasses.field(default_factory=list)  # patch.fns rejected by a conflict
 
 
 class ObjectMemories:

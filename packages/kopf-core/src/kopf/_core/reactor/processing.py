@@ -62,6 +62,10 @@ async def process_resource_event(
     patch = patches.Patch()
     hierarchies.current_body.set(body)  # the default owner for kopf.adopt() & co in the handlers
     memo = memory.memo if memory is not None else context.memo
+    if memory is not None and memory.pending_fns:
+        # The transformation functions rejected by a conflict last time: retry on the fresh body.
+        patch.fns.extend(memory.pending_fns)
+        memory.pending_fns.clear()
 
     await _process_watching(context=context, resource=resource, raw_event=raw_event,
                             body=body, patch=patch, memo=memo)
@@ -78,6 +82,8 @@ async def process_resource_event(
         patched = await application.apply_patch(client=context.client, resource=resource, body=body,
                                                 patch=patch, logger=logger)
         result = CycleResult(patched_body=patched)
+    if memory is not None and patch.fns:
+        memory.pending_fns.extend(patch.fns)
     return result
 
 
