@@ -15,7 +15,8 @@ From Python::
         counts = control_plane.read_request_counts()
 """
 from ._builder import BuildError, ensure_binaries, find_binaries, get_cache_dir, read_kubernetes_version
-from ._cluster import ADMIN_USER, NON_ADMIN_USER, ControlPlane, ControlPlaneError, Ports
+from ._cluster import ADMIN_USER, NON_ADMIN_USER, ControlPlane, ControlPlaneError
+from ._commands import Ports
 from ._metrics import RequestCounts, RequestKey, parse_request_counts, subtract_counts, sum_counts
 from ._targets import (
     KINDS,

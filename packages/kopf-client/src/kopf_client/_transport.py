@@ -43,7 +43,7 @@ Params = Mapping[str, str]
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
-    """A successful response: its status, and its parsed body (``None`` for streams)."""
+    """A successful response, and its parsed body (``None`` for streams: the caller reads them)."""
     response: aiohttp.ClientResponse
     payload: Any
 

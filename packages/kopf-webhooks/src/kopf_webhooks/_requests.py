@@ -1,0 +1,71 @@
+"""
+Serving one admission request: from HTTP to the framework's function and back.
+
+The framework appends the handler id to the webhook URLs as the last path
+component (``https://host:port/root/handler-id``), so the handler id is the
+rest of the path after the server's root. A request to the root itself runs all the
+admission handlers (e.g. a manual ``curl`` for debugging).
+
+Only transport-level problems are the server's business: a body that is not an
+admission review is answered with ``400 Bad Request``, a failure of the
+framework's function with ``500 Internal Server Error``. The verdicts of the
+handlers, including denials, travel inside a successful admission review.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional
+
+import aiohttp.web
+
+if TYPE_CHECKING:
+    from kopf import WebhookFn
+
+logger = logging.getLogger('kopf.webhooks')
+
+Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
+
+
+def build_handler(fn: WebhookFn) -> Handler:
+    """
+    Make an aiohttp handler for the admission reviews.
+
+    The route's ``webhook`` part is the rest of the path after the root path
+    (URL-decoded by aiohttp); it is absent or empty for the root itself.
+    """
+
+    async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        webhook = request.match_info.get('webhook', '').strip('/') or None
+        payload = await _parse_review(request)
+        try:
+            response = await fn(
+                payload,
+                webhook=webhook,
+                headers=request.headers,
+                sslpeer=_get_sslpeer(request),
+            )
+        except Exception as e:
+            logger.exception(f"Admission request to {request.path!r} failed to be served.")
+            raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
+        return aiohttp.web.json_response(response)
+
+    return handle
+
+
+async def _parse_review(request: aiohttp.web.Request) -> Any:
+    try:
+        payload = json.loads(await request.read())
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
+    if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):
+        raise aiohttp.web.HTTPBadRequest(text="The admission review must be a JSON object with a 'request' object.")
+    return payload
+
+
+def _get_sslpeer(request: aiohttp.web.Request) -> Optional[Mapping[str, Any]]:
+    """The client's certificate, if the client presented one and it was verified."""
+    peercert: Optional[Mapping[str, Any]] = None
+    if request.transport is not None:
+        peercert = request.transport.get_extra_info('peercert')
+    return peercert or None  # an empty dict means "presented but not verified"

@@ -1,0 +1,153 @@
+"""
+Tunnels: ngrok and the automatic choice between a local server and a tunnel.
+
+The real ngrok is never called: ``pyngrok`` is replaced with a fake module that
+records the tunnels it is asked for, or removed to check the explanations.
+The local endpoints behind the tunnels are real servers on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+import types
+import urllib.parse
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+
+from kopf_webhooks import MissingDependencyError, WebhookAutoTunnel, WebhookNgrokTunnel
+
+
+class FakeNgrok:
+    """Records the connections and disconnections instead of running ngrok."""
+
+    def __init__(self) -> None:
+        self.public_url = 'https://abc123.ngrok.io'
+        self.configs: List[Dict[str, Any]] = []
+        self.connected: List[Tuple[str, Dict[str, Any]]] = []
+        self.disconnected: List[str] = []
+
+    def make_config(self, **kwargs: Any) -> Dict[str, Any]:
+        self.configs.append(kwargs)
+        return kwargs
+
+    def connect(self, addr: str, **kwargs: Any) -> types.SimpleNamespace:
+        self.connected.append((addr, kwargs))
+        return types.SimpleNamespace(public_url=self.public_url)
+
+    def disconnect(self, public_url: str, **kwargs: Any) -> None:
+        self.disconnected.append(public_url)
+
+
+@pytest.fixture()
+def pyngrok(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNgrok]:
+    fake = FakeNgrok()
+    package = types.ModuleType('pyngrok')
+    conf = types.ModuleType('pyngrok.conf')
+    ngrok = types.ModuleType('pyngrok.ngrok')
+    conf.PyngrokConfig = fake.make_config  # type: ignore[attr-defined]
+    ngrok.connect = fake.connect  # type: ignore[attr-defined]
+    ngrok.disconnect = fake.disconnect  # type: ignore[attr-defined]
+    package.conf = conf  # type: ignore[attr-defined]
+    package.ngrok = ngrok  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, 'pyngrok', package)
+    monkeypatch.setitem(sys.modules, 'pyngrok.conf', conf)
+    monkeypatch.setitem(sys.modules, 'pyngrok.ngrok', ngrok)
+    yield fake
+
+
+@pytest.fixture()
+def no_pyngrok(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, 'pyngrok', None)  # makes it unimportable
+
+
+@pytest.fixture()
+def unknown_cluster(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / 'kubeconfig').write_text('current-context: somewhere-far-away\n')
+    monkeypatch.setenv('KUBECONFIG', str(tmp_path / 'kubeconfig'))
+
+
+@pytest.fixture()
+def k3d_cluster(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / 'kubeconfig').write_text('current-context: k3d-mycluster\n')
+    monkeypatch.setenv('KUBECONFIG', str(tmp_path / 'kubeconfig'))
+
+
+@pytest.mark.usefixtures('no_pyngrok')
+def test_ngrok_without_pyngrok_explains_what_to_install() -> None:
+    with pytest.raises(MissingDependencyError, match=r"pip install kopf-webhooks\[ngrok\]"):
+        WebhookNgrokTunnel()
+
+
+@pytest.mark.parametrize('public_url', [
+    pytest.param('https://abc123.ngrok.io', id='https'),
+    pytest.param('http://abc123.ngrok.io', id='http'),
+])
+async def test_ngrok_yields_the_public_https_url_with_the_path(
+        start: Any, pyngrok: FakeNgrok, public_url: str,
+) -> None:
+    pyngrok.public_url = public_url
+    client_config = await start(WebhookNgrokTunnel(addr='127.0.0.1', path='/xyz'))
+    assert client_config == {'url': 'https://abc123.ngrok.io/xyz'}  # and no caBundle
+
+
+async def test_ngrok_tunnels_to_a_local_insecure_server(
+        start: Any, post: Any, fn: Any, pyngrok: FakeNgrok,
+) -> None:
+    client_config = await start(WebhookNgrokTunnel(addr='127.0.0.1', path='/xyz'))
+    [(addr, options)] = pyngrok.connected
+    assert options['bind_tls'] is True
+    reply = await post(client_config, '/validate1', url=f'http://{addr}/xyz')
+    assert reply.status == 200
+    assert [call['webhook'] for call in fn.calls] == ['validate1']
+
+
+@pytest.mark.parametrize('kwargs, config', [
+    pytest.param({}, {}, id='defaults'),
+    pytest.param({'token': 'tkn'}, {'auth_token': 'tkn'}, id='token'),
+    pytest.param({'region': 'eu'}, {'region': 'eu'}, id='region'),
+    pytest.param({'binary': '/usr/bin/ngrok'}, {'ngrok_path': '/usr/bin/ngrok'}, id='binary'),
+])
+async def test_ngrok_options_go_to_pyngrok(
+        start: Any, pyngrok: FakeNgrok, kwargs: Dict[str, Any], config: Dict[str, Any],
+) -> None:
+    await start(WebhookNgrokTunnel(addr='127.0.0.1', **kwargs))
+    assert pyngrok.configs == [config]
+    assert [options['pyngrok_config'] for _, options in pyngrok.connected] == [config]
+
+
+async def test_ngrok_tunnel_is_disconnected_when_the_iteration_is_closed(fn: Any, pyngrok: FakeNgrok) -> None:
+    generator = WebhookNgrokTunnel(addr='127.0.0.1')(fn)
+    await generator.__anext__()
+    assert pyngrok.disconnected == []
+    await generator.aclose()
+    assert pyngrok.disconnected == ['https://abc123.ngrok.io']
+
+
+async def test_ngrok_tunnel_is_disconnected_when_its_context_is_exited(fn: Any, pyngrok: FakeNgrok) -> None:
+    async with WebhookNgrokTunnel(addr='127.0.0.1') as tunnel:
+        await tunnel(fn).__anext__()
+    assert pyngrok.disconnected == ['https://abc123.ngrok.io']
+
+
+@pytest.mark.usefixtures('k3d_cluster')
+async def test_auto_tunnel_uses_a_local_server_for_a_local_cluster(start: Any, pyngrok: FakeNgrok) -> None:
+    client_config = await start(WebhookAutoTunnel(addr='127.0.0.1', path='/xyz'))
+    url = urllib.parse.urlsplit(client_config['url'])
+    assert (url.scheme, url.hostname, url.path) == ('https', 'host.k3d.internal', '/xyz')
+    assert 'caBundle' in client_config
+    assert pyngrok.connected == []
+
+
+@pytest.mark.usefixtures('unknown_cluster')
+async def test_auto_tunnel_tunnels_via_ngrok_for_an_unknown_cluster(start: Any, pyngrok: FakeNgrok) -> None:
+    client_config = await start(WebhookAutoTunnel(addr='127.0.0.1', path='/xyz'))
+    assert client_config == {'url': 'https://abc123.ngrok.io/xyz'}
+
+
+@pytest.mark.usefixtures('unknown_cluster', 'no_pyngrok')
+async def test_auto_tunnel_without_pyngrok_explains_what_to_install(start: Any) -> None:
+    with pytest.raises(MissingDependencyError, match=r"pip install kopf-webhooks\[ngrok\]"):
+        await start(WebhookAutoTunnel(addr='127.0.0.1'))
+
+
