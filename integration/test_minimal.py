@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from integration.controlplane import Cluster
-from integration.operators import EXAMPLES, REPO_ROOT, OperatorProcess
+from integration.operating import EXAMPLES, REPO_ROOT, OperatorProcess
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'

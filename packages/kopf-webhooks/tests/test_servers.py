@@ -53,6 +53,20 @@ async def test_server_url_uses_localhost_when_listening_on_all_interfaces(start:
     assert client_config['url'].startswith('https://localhost:')
 
 
+@pytest.mark.parametrize('loopback', [
+    pytest.param('127.0.0.1', id='ipv4'),
+    pytest.param('[::1]', id='ipv6'),
+])
+async def test_server_listens_on_one_port_of_all_interfaces_by_default(
+        start: Any, post: Any, loopback: str,
+) -> None:
+    client_config = await start(WebhookServer(insecure=True))
+    port = client_config['url'].rsplit(':', 1)[1]
+    assert client_config['url'] == f'http://localhost:{port}'
+    reply = await post(client_config, url=f'http://{loopback}:{port}')
+    assert reply.status == 200
+
+
 async def test_server_url_brackets_ipv6_addresses(start: Any) -> None:
     if not socket.has_ipv6:
         pytest.fail("IPv6 is not supported on this machine.")

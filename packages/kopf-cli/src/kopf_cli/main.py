@@ -116,6 +116,25 @@ def run(
         kopf.set_default_registry(controls.registry)
     _loading.preload(paths=paths, modules=modules)
 
+    try:
+        _run(controls=controls, standalone=standalone, dev=dev, peering_name=peering_name, priority=priority,
+             liveness_endpoint=liveness_endpoint, clusterwide=clusterwide, namespaces=namespaces)
+    except kopf.LoginError as e:
+        # A configuration problem, not a bug: one clear line instead of a traceback.
+        raise click.ClickException(f"Cannot log in to the cluster: {e}") from e
+
+
+def _run(
+        *,
+        controls: CLIControls,
+        standalone: Optional[bool],
+        dev: bool,
+        peering_name: Optional[str],
+        priority: Optional[int],
+        liveness_endpoint: Optional[str],
+        clusterwide: bool,
+        namespaces: Collection[str],
+) -> None:
     kopf.run(
         loop=controls.loop if controls.loop is not None else _get_default_loop(),
         registry=controls.registry,

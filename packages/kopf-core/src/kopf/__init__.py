@@ -43,6 +43,12 @@ from kopf._cogs.structs.hierarchies import (
 )
 from kopf._cogs.structs.patches import Patch
 from kopf._cogs.structs.references import EVERYTHING, Resource
+from kopf._cogs.structs.reviews import (
+    WebhookClientConfig,
+    WebhookClientConfigService,
+    WebhookFn,
+    WebhookServerProtocol,
+)
 from kopf._core.actions.errors import (
     HandlerRetriesError,
     HandlerTimeoutError,
@@ -66,6 +72,12 @@ _LAZY = {
     'login_via_pykube': ('kopf_client', 'login_via_pykube', 'kopf-client[full-auth]'),
     'login_via_client': ('kopf_client', 'login_via_client', 'kopf-client[full-auth]'),
     'cli': ('kopf_cli', None, 'kopf-cli'),
+    'WebhookServer': ('kopf_webhooks', 'WebhookServer', 'kopf-webhooks'),
+    'WebhookK3dServer': ('kopf_webhooks', 'WebhookK3dServer', 'kopf-webhooks'),
+    'WebhookMinikubeServer': ('kopf_webhooks', 'WebhookMinikubeServer', 'kopf-webhooks'),
+    'WebhookAutoServer': ('kopf_webhooks', 'WebhookAutoServer', 'kopf-webhooks'),
+    'WebhookNgrokTunnel': ('kopf_webhooks', 'WebhookNgrokTunnel', 'kopf-webhooks[ngrok]'),
+    'WebhookAutoTunnel': ('kopf_webhooks', 'WebhookAutoTunnel', 'kopf-webhooks'),
     'testing': ('kopf_testing', None, 'kopf-testing'),
 }
 
@@ -126,6 +138,10 @@ __all__ = [
     'StatusProgressStorage',
     'TemporaryError',
     'Vault',
+    'WebhookClientConfig',
+    'WebhookClientConfigService',
+    'WebhookFn',
+    'WebhookServerProtocol',
     'adjust_namespace',
     'adopt',
     'all_',

@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import os
 import pathlib
+import socket
 import ssl
 import tempfile
 from typing import TYPE_CHECKING, AsyncGenerator, Collection, Iterator, List, Optional, Tuple
@@ -150,8 +151,7 @@ class WebhookServer(_contexts.WebhookContextManager):
         runner = aiohttp.web.AppRunner(app, handle_signals=False)
         await runner.setup()
         try:
-            # Port 0 lets the OS pick a free port atomically; then, ask which one it picked.
-            site = aiohttp.web.TCPSite(runner, self.addr, self.port or 0, ssl_context=context)
+            site = aiohttp.web.TCPSite(runner, self.addr, self.port or _get_free_port(self.addr), ssl_context=context)
             await site.start()
             port = _get_listening_port(runner)
             schema = 'http' if context is None else 'https'
@@ -181,7 +181,9 @@ class WebhookServer(_contexts.WebhookContextManager):
         generated: Optional[bytes] = None
         context = self.context
         if context is None:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            # Not create_default_context(): it trusts the system CAs for the clients' certificates,
+            # so any publicly issued certificate would reach the handlers as a verified sslpeer.
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             if self.certfile is not None and self.pkeyfile is not None:
                 context.load_cert_chain(self.certfile, self.pkeyfile, self.password)
             else:
@@ -237,6 +239,22 @@ def _format_host(host: str) -> str:
         return f'[{host}]' if ipaddress.ip_address(host).version == 6 else host
     except ValueError:
         return host
+
+
+def _get_free_port(addr: Optional[str]) -> int:
+    """
+    A port for the server to listen on, when none is requested.
+
+    With a specific address, port 0 lets the OS pick a free one atomically.
+    Without an address, the server listens on all interfaces of all address
+    families (IPv4 & IPv6), and port 0 would give each of them a different
+    port; so, a port free on IPv4 is chosen in advance and used for all.
+    """
+    if addr:
+        return 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('', 0))
+        return int(sock.getsockname()[1])
 
 
 def _get_listening_port(runner: aiohttp.web.AppRunner) -> int:

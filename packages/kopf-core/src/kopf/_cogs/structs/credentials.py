@@ -172,9 +172,26 @@ class Vault:
             self._set_readiness()  # wake the waiters so that they see the failure
 
     async def wait_for_emptiness(self) -> None:
-        """Wait until the vault has no valid credentials (so that re-login is needed)."""
-        self._purge_expired()
-        await self._depleted.wait()
+        """
+        Wait until the vault has no valid credentials (so that re-login is needed).
+
+        Expiring credentials are dropped when they expire, not only when used:
+        so the re-login happens in time even if no request is made meanwhile.
+        """
+        while True:
+            self._purge_expired()
+            if self._depleted.is_set():
+                return
+            expirations = [item.info.expiration_utc for item in self._current.values()]
+            deadlines = [ts for ts in expirations if ts is not None]
+            timeout = None
+            if deadlines:
+                now = datetime.datetime.now(datetime.timezone.utc)
+                timeout = max(0.0, (min(deadlines) - now).total_seconds())
+            try:
+                await asyncio.wait_for(self._depleted.wait(), timeout=timeout)
+            except asyncio.TimeoutError:
+                pass  # some credentials have expired: purge them and check again
 
     async def wait_for_readiness(self) -> None:
         await self._ready.wait()

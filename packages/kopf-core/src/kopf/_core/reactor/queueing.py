@@ -131,6 +131,11 @@ async def _worker(
                 patched = typedefs.RawEvent(type='MODIFIED', object=result.patched_body)
                 awaited_version = result.patched_body.get('metadata', {}).get('resourceVersion')
                 latest = patched
+            elif delay is None and queue.empty():
+                # Nothing to wait for (no own patch to see back, no delayed handlers): free the
+                # memory now instead of lingering, e.g. after the initial listing of many objects.
+                streams.pop(key, None)
+                return
     finally:
         if streams.get(key) is stream and queue.empty():
             del streams[key]

@@ -1,0 +1,1 @@
+"""Small operators for the integration tests, each configured via environment variables."""
