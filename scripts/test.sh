@@ -24,6 +24,8 @@ step "lint: import contracts" hatch run lint:check-imports
 step "kopf-core unit tests"   hatch run core:test
 step "kopf-client unit tests" hatch run client:test
 step "kopf-cli unit tests"    hatch run cli:test
+step "kopf-webhooks unit tests" hatch run webhooks:test
+step "kopf-testing unit tests" hatch run testing:test
 step "integration tests"      hatch run integration:test "$@"
 
 echo
