@@ -57,13 +57,17 @@ from kopf._core.actions.errors import (
 )
 from kopf._core.actions.invocation import HandlerSignatureError
 from kopf._core.actions.loggers import LocalObjectLogger, LogFormat, ObjectLogger, configure
+from kopf._core.actions.subhandling import execute
+from kopf._core.engines.indexing import Index, Store
 from kopf._core.engines.posting import event, exception, info, warn
+from kopf._core.engines.stoppers import DaemonStopped, DaemonStoppingReason
 from kopf._core.intents.callbacks import all_, any_, none_, not_
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, MetaFilterToken
 from kopf._core.intents.handlers import ErrorsMode
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
 from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
+from kopf.on import daemon, index, register, subhandler, timer
 
 # Names provided by the optional add-on packages: name -> (module, attribute, package to install).
 _LAZY = {
@@ -102,6 +106,8 @@ __all__ = [
     'Body',
     'BodyEssence',
     'ConnectionInfo',
+    'DaemonStopped',
+    'DaemonStoppingReason',
     'Diff',
     'DiffBaseStorage',
     'DiffItem',
@@ -110,6 +116,7 @@ __all__ = [
     'HandlerRetriesError',
     'HandlerSignatureError',
     'HandlerTimeoutError',
+    'Index',
     'LocalObjectLogger',
     'LogFormat',
     'LoginError',
@@ -136,6 +143,7 @@ __all__ = [
     'Status',
     'StatusDiffBaseStorage',
     'StatusProgressStorage',
+    'Store',
     'TemporaryError',
     'Vault',
     'WebhookClientConfig',
@@ -151,20 +159,26 @@ __all__ = [
     'build_owner_reference',
     'clients',
     'configure',
+    'daemon',
     'event',
     'exception',
+    'execute',
     'get_default_registry',
     'harmonize_naming',
+    'index',
     'info',
     'label',
     'none_',
     'not_',
     'on',
     'operator',
+    'register',
     'remove_owner_reference',
     'run',
     'run_tasks',
     'set_default_registry',
     'spawn_tasks',
+    'subhandler',
+    'timer',
     'warn',
 ]

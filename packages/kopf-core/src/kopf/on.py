@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Protocol, TypeVar, Union
 
 from kopf._cogs.structs import references
-from kopf._core.actions import invocation
+from kopf._core.actions import invocation, subhandling
 from kopf._core.intents import callbacks, causes, filters, handlers, registries
 
 FnT = TypeVar('FnT', bound=Callable[..., Any])
@@ -258,3 +258,142 @@ def _changing(
             field_needs_change=field_needs_change))
         return fn
     return decorator
+
+
+# Daemons, timers, indices.
+
+def daemon(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name: SelectorArg = None,
+           __name: SelectorArg = None, *, group: Optional[str] = None, version: Optional[str] = None,
+           kind: Optional[str] = None, plural: Optional[str] = None, singular: Optional[str] = None,
+           shortcut: Optional[str] = None, category: Optional[str] = None,
+           id: Optional[str] = None, param: Optional[Any] = None,
+           errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
+           retries: Optional[int] = None, backoff: Optional[float] = None,
+           initial_delay: Optional[float] = None, cancellation_backoff: Optional[float] = None,
+           cancellation_timeout: Optional[float] = None, cancellation_polling: Optional[float] = None,
+           labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
+           when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
+           value: filters.ValueFilter = None,
+           registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
+    """``@kopf.daemon()`` for the background threads/tasks accompanying each object."""
+    selector = references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
+                                   version=version, kind=kind, plural=plural, singular=singular,
+                                   shortcut=shortcut, category=category)
+
+    def decorator(fn: FnT) -> FnT:
+        invocation.check_signature(fn, kind='daemon')
+        real_field = handlers.parse_field(field)
+        real_registry = registry if registry is not None else registries.get_default_registry()
+        real_registry.register_spawning(handlers.DaemonHandler(
+            fn=fn, id=handlers.build_handler_id(fn, id, real_field), param=param, errors=errors,
+            timeout=timeout, retries=retries, backoff=backoff, selector=selector, labels=labels,
+            annotations=annotations, when=when, field=real_field, value=value, initial_delay=initial_delay,
+            cancellation_backoff=cancellation_backoff, cancellation_timeout=cancellation_timeout,
+            cancellation_polling=cancellation_polling))
+        return fn
+    return decorator
+
+
+def timer(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name: SelectorArg = None,
+          __name: SelectorArg = None, *, group: Optional[str] = None, version: Optional[str] = None,
+          kind: Optional[str] = None, plural: Optional[str] = None, singular: Optional[str] = None,
+          shortcut: Optional[str] = None, category: Optional[str] = None,
+          id: Optional[str] = None, param: Optional[Any] = None,
+          errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
+          retries: Optional[int] = None, backoff: Optional[float] = None,
+          interval: Optional[float] = None, initial_delay: Optional[float] = None,
+          sharp: Optional[bool] = None, idle: Optional[float] = None,
+          labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
+          when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
+          value: filters.ValueFilter = None,
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
+    """``@kopf.timer()`` for the scheduled runs per object (interval, idle, initial delay)."""
+    if interval is None and idle is None:
+        raise TypeError("A timer needs interval= or idle= (or both): otherwise it never runs.")
+    selector = references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
+                                   version=version, kind=kind, plural=plural, singular=singular,
+                                   shortcut=shortcut, category=category)
+
+    def decorator(fn: FnT) -> FnT:
+        invocation.check_signature(fn, kind='timer')
+        real_field = handlers.parse_field(field)
+        real_registry = registry if registry is not None else registries.get_default_registry()
+        real_registry.register_spawning(handlers.TimerHandler(
+            fn=fn, id=handlers.build_handler_id(fn, id, real_field), param=param, errors=errors,
+            timeout=timeout, retries=retries, backoff=backoff, selector=selector, labels=labels,
+            annotations=annotations, when=when, field=real_field, value=value, initial_delay=initial_delay,
+            interval=interval, idle=idle, sharp=sharp))
+        return fn
+    return decorator
+
+
+def index(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name: SelectorArg = None,
+          __name: SelectorArg = None, *, group: Optional[str] = None, version: Optional[str] = None,
+          kind: Optional[str] = None, plural: Optional[str] = None, singular: Optional[str] = None,
+          shortcut: Optional[str] = None, category: Optional[str] = None,
+          id: Optional[str] = None, param: Optional[Any] = None,
+          errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
+          retries: Optional[int] = None, backoff: Optional[float] = None,
+          labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
+          when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
+          value: filters.ValueFilter = None,
+          registry: Optional[registries.OperatorRegistry] = None) -> Decorator:
+    """``@kopf.index()`` for the in-memory indices, injected into all handlers' kwargs by name."""
+    selector = references.Selector(__group_or_groupversion_or_name, __version_or_name, __name, group=group,
+                                   version=version, kind=kind, plural=plural, singular=singular,
+                                   shortcut=shortcut, category=category)
+
+    def decorator(fn: FnT) -> FnT:
+        invocation.check_signature(fn, kind='indexing function')
+        real_field = handlers.parse_field(field)
+        real_registry = registry if registry is not None else registries.get_default_registry()
+        real_registry.register_indexing(handlers.IndexingHandler(
+            fn=fn, id=handlers.build_handler_id(fn, id, None), param=param, errors=errors,
+            timeout=timeout, retries=retries, backoff=backoff, selector=selector, labels=labels,
+            annotations=annotations, when=when, field=real_field, value=value))
+        return fn
+    return decorator
+
+
+# Sub-handlers: registered by other handlers while they run.
+
+def subhandler(*, id: Optional[str] = None, param: Optional[Any] = None,
+               errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
+               retries: Optional[int] = None, backoff: Optional[float] = None,
+               labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
+               when: Optional[callbacks.WhenFilterFn] = None, field: Optional[Any] = None,
+               value: filters.ValueFilter = None, old: filters.ValueFilter = None,
+               new: filters.ValueFilter = None) -> Decorator:
+    """
+    ``@kopf.subhandler()`` for the dynamically generated sub-handlers, inside a handler::
+
+        @kopf.on.create('kopfexamples')
+        def create(spec, **_):
+            for task in spec.get('tasks', []):
+                @kopf.subhandler(id=f'task_{task}')
+                def create_task(task=task, **_):
+                    ...
+
+    The children get the ids ``create/task_abc`` etc.; the parent is not finished
+    until all of them are, and is invoked again to register them again until then.
+    """
+    def decorator(fn: FnT) -> FnT:
+        invocation.check_signature(fn, kind='sub-handler')
+        scope = subhandling.get_current()
+        scope.registered.append(subhandling.build_child(
+            fn, parent_id=scope.parent_id, id=id, param=param, errors=errors, timeout=timeout,
+            retries=retries, backoff=backoff, labels=labels, annotations=annotations, when=when,
+            field=field, value=value, old=old, new=new))
+        return fn
+    return decorator
+
+
+def register(fn: FnT, *, id: Optional[str] = None, param: Optional[Any] = None,
+             errors: Optional[handlers.ErrorsMode] = None, timeout: Optional[float] = None,
+             retries: Optional[int] = None, backoff: Optional[float] = None,
+             labels: Optional[filters.MetaFilter] = None, annotations: Optional[filters.MetaFilter] = None,
+             when: Optional[callbacks.WhenFilterFn] = None) -> FnT:
+    """Register a function as a sub-handler of the currently executed handler."""
+    decorator = subhandler(id=id, param=param, errors=errors, timeout=timeout, retries=retries,
+                           backoff=backoff, labels=labels, annotations=annotations, when=when)
+    return decorator(fn)

@@ -19,6 +19,11 @@ from kopf._core.actions import errors, execution, progression
 from kopf._core.intents import handlers, registries
 
 
+# Aliases: kopf.execute() has a public kwarg named `handlers`, which shadows the module there.
+HandlerId = handlers.HandlerId
+ChangingHandler = handlers.ChangingHandler
+
+
 @dataclasses.dataclass
 class SubExecution:
     """What the children of one parent handler's invocation need and produce."""
@@ -98,7 +103,7 @@ def build_child(
 async def execute(
         *,
         fns: Optional[Union[Iterable[Callable[..., Any]], Mapping[str, Callable[..., Any]]]] = None,
-        handlers_: Optional[Iterable[handlers.ChangingHandler]] = None,
+        handlers: Optional[Iterable[ChangingHandler]] = None,
         registry: Optional[registries.OperatorRegistry] = None,
         lifecycle: Optional[Any] = None,
         cause: Optional[Any] = None,
@@ -116,10 +121,10 @@ async def execute(
     if fns is not None:
         items = fns.items() if isinstance(fns, Mapping) else ((None, fn) for fn in fns)
         children = [build_child(fn, parent_id=sub.parent_id, id=key) for key, fn in items]
-    elif handlers_ is not None:
-        children = [dataclasses.replace(h, id=handlers.HandlerId(f'{sub.parent_id}/{h.id}')) for h in handlers_]
+    elif handlers is not None:
+        children = [dataclasses.replace(h, id=HandlerId(f'{sub.parent_id}/{h.id}')) for h in handlers]
     elif registry is not None:
-        children = [dataclasses.replace(h, id=handlers.HandlerId(f'{sub.parent_id}/{h.id}'))
+        children = [dataclasses.replace(h, id=HandlerId(f'{sub.parent_id}/{h.id}'))
                     for h in registry.get_all_changing_handlers()]
     else:
         children = list(sub.registered)

@@ -105,6 +105,42 @@ class ChangingHandler(ResourceHandler):
         return self.reason == cause.reason
 
 
+@dataclasses.dataclass(frozen=True)
+class SpawningHandler(ResourceHandler):
+    """A daemon or a timer: a long-running task per object (see ``engines.daemons``)."""
+    initial_delay: Optional[float] = None
+    requires_finalizer: Optional[bool] = True
+    cancellation_backoff: Optional[float] = None
+    cancellation_timeout: Optional[float] = None
+    cancellation_polling: Optional[float] = None
+
+    @property
+    def title(self) -> str:
+        return f"Daemon {self.id!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonHandler(SpawningHandler):
+    """``@kopf.daemon``: runs until the object is deleted (or it exits on its own)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TimerHandler(SpawningHandler):
+    """``@kopf.timer``: runs on a schedule (interval, idle, initial delay) while the object exists."""
+    interval: Optional[float] = None
+    idle: Optional[float] = None
+    sharp: Optional[bool] = None
+
+    @property
+    def title(self) -> str:
+        return f"Timer {self.id!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexingHandler(ResourceHandler):
+    """``@kopf.index``: maintains an in-memory index named after the handler's id."""
+
+
 def build_handler_id(fn: Any, id: Optional[str], field: Optional[Tuple[str, ...]]) -> HandlerId:
     """The explicit id, or the function's qualified name; field handlers get ``/spec.field``."""
     real_id = id if id is not None else _get_callable_name(fn)

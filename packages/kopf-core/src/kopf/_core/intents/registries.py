@@ -22,6 +22,8 @@ class OperatorRegistry:
         self._activities: List[handlers.ActivityHandler] = []
         self._watching: List[handlers.WatchingHandler] = []
         self._changing: List[handlers.ChangingHandler] = []
+        self._spawning: List[handlers.SpawningHandler] = []
+        self._indexing: List[handlers.IndexingHandler] = []
 
     # Registration.
 
@@ -33,6 +35,15 @@ class OperatorRegistry:
 
     def register_changing(self, handler: handlers.ChangingHandler) -> None:
         self._append_unique(self._changing, handler)
+
+    def register_spawning(self, handler: handlers.SpawningHandler) -> None:
+        self._append_unique(self._spawning, handler)
+
+    def register_indexing(self, handler: handlers.IndexingHandler) -> None:
+        if any(h.id == handler.id and h.fn is not handler.fn for h in self._indexing):
+            raise ValueError(f"The index {handler.id!r} is already declared by another function: "
+                             f"give one of them another id= (index names must be unique).")
+        self._append_unique(self._indexing, handler)
 
     @staticmethod
     def _append_unique(items: List[HandlerT], handler: HandlerT) -> None:
@@ -46,7 +57,7 @@ class OperatorRegistry:
     def selectors(self) -> Sequence[references.Selector]:
         """All resource selectors used by any handler, in the order of declaration."""
         result: List[references.Selector] = []
-        for handler in [*self._watching, *self._changing]:
+        for handler in [*self._indexing, *self._watching, *self._changing, *self._spawning]:
             if handler.selector is not None and handler.selector not in result:
                 result.append(handler.selector)
         return result
@@ -65,12 +76,30 @@ class OperatorRegistry:
         # which of them applies depends on the cause. See select_changing_handlers().
         return [h for h in self._changing if _serves(h, resource)]
 
+    def get_spawning_handlers(self, *, resource: references.Resource) -> Sequence[handlers.SpawningHandler]:
+        return _deduplicated(h for h in self._spawning if _serves(h, resource))
+
+    def get_indexing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.IndexingHandler]:
+        return _deduplicated(h for h in self._indexing if _serves(h, resource))
+
+    @property
+    def index_names(self) -> Sequence[str]:
+        """The names of all declared indices (the indexing handlers' ids)."""
+        return list(dict.fromkeys(h.id for h in self._indexing))
+
+    def has_indexing_handlers(self, *, resource: Optional[references.Resource] = None) -> bool:
+        return any(resource is None or _serves(h, resource) for h in self._indexing)
+
     def get_all_changing_handlers(self) -> Sequence[handlers.ChangingHandler]:
         """All resource-changing handlers regardless of resources (e.g. for kopf.execute(registry=))."""
         return list(self._changing)
 
     def has_changing_handlers(self, *, resource: references.Resource) -> bool:
         return any(_serves(h, resource) for h in self._changing)
+
+    def has_state_handlers(self, *, resource: references.Resource) -> bool:
+        """Whether the objects need the change-handling cycle (state, finalizers, daemons)."""
+        return any(_serves(h, resource) for h in [*self._changing, *self._spawning])
 
     def get_extra_fields(self, *, resource: references.Resource) -> Sequence[tuple[str, ...]]:
         """Fields that the diff-base keeps although they are usually dropped (e.g. status.x)."""
@@ -171,17 +200,20 @@ def select_changing_handlers(
 
 
 def requires_finalizer(
-        handlers_: Sequence[handlers.ChangingHandler],
+        handlers_: Sequence[handlers.ResourceHandler],
         *,
         body: Mapping[str, Any],
         kwargs: Mapping[str, Any],
 ) -> bool:
-    """Whether a non-optional deletion handler applies to the object as it is now."""
-    return any(
-        handler.requires_finalizer and handler.reason == causes.Reason.DELETE
-        and match_resource_filters(handler, body=body, kwargs=kwargs)
-        for handler in handlers_
-    )
+    """Whether a non-optional deletion handler, or a daemon/timer, applies to the object as it is now."""
+    for handler in handlers_:
+        if not getattr(handler, 'requires_finalizer', None):
+            continue
+        if isinstance(handler, handlers.ChangingHandler) and handler.reason != causes.Reason.DELETE:
+            continue
+        if match_resource_filters(handler, body=body, kwargs=kwargs):
+            return True
+    return False
 
 
 def is_in_scope(

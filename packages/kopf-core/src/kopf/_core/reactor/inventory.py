@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+
+from kopf._core.engines import daemons as daemons_
 
 
 @dataclasses.dataclass
@@ -17,6 +19,7 @@ class ObjectMemory:
     memo: Any
     initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
     pending_fns: List[Any] = dataclasses.field(default_factory=list)  # patch.fns rejected by a conflict
+    daemons: Optional[daemons_.DaemonsMemory] = None  # only for objects that have daemons or timers
 
 
 class ObjectMemories:
@@ -44,3 +47,6 @@ class ObjectMemories:
 
     def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
         return self._items.pop(self.key_of(raw), None)
+
+    def __iter__(self) -> Iterator[ObjectMemory]:
+        return iter(list(self._items.values()))

@@ -22,6 +22,7 @@ from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers, progression, subhandling
 from kopf._core.actions import kwargs as kwargs_
+from kopf._core.engines import daemons, indexing, stoppers
 from kopf._core.intents import causes, handlers, registries
 from kopf._core.reactor import inventory
 
@@ -34,6 +35,11 @@ class ProcessingContext:
     client: protocols.ApiClient
     memories: inventory.ObjectMemories
     memo: Any
+    indexers: indexing.OperatorIndexers
+
+
+# How often to check if the daemons of a deleted object have exited (to release it).
+DAEMONS_POLLING_INTERVAL = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +59,9 @@ async def process_resource_event(
     raw_body = raw_event['object']
     memories = context.memories
 
+    # The indices are complete before any handler runs (indexing itself is done in the stream).
+    await context.indexers.ready.wait()
+
     if raw_type == 'DELETED':
         memory = memories.forget(raw_body)
     else:
@@ -67,16 +76,20 @@ async def process_resource_event(
         patch.fns.extend(memory.pending_fns)
         memory.pending_fns.clear()
 
+    if memory is not None and memory.daemons is not None:
+        memory.daemons.notice_change(raw_body)  # the daemons' live body; idling timers start over
+
     await _process_watching(context=context, resource=resource, raw_event=raw_event,
                             body=body, patch=patch, memo=memo)
 
     result = CycleResult()
-    changing_handlers = context.registry.get_changing_handlers(resource=resource)
-    if changing_handlers:
+    if context.registry.has_state_handlers(resource=resource):
         logger = loggers.ObjectLogger(body=body, settings=context.settings)
         result = await _process_changing(
             context=context, resource=resource, raw_type=raw_type, body=body, patch=patch,
-            memory=memory, memo=memo, logger=logger, all_handlers=changing_handlers)
+            memory=memory, memo=memo, logger=logger,
+            all_handlers=context.registry.get_changing_handlers(resource=resource),
+            spawning_handlers=context.registry.get_spawning_handlers(resource=resource))
     elif patch:
         logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
         patched = await application.apply_patch(client=context.client, resource=resource, body=body,
@@ -85,6 +98,34 @@ async def process_resource_event(
     if memory is not None and patch.fns:
         memory.pending_fns.extend(patch.fns)
     return result
+
+
+async def index_resource_event(
+        *,
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_event: typedefs.RawEvent,
+) -> None:
+    """Update the indices with the object's new state (or remove it): runs in the stream."""
+    raw_body = raw_event['object']
+    obj = inventory.ObjectMemories.key_of(raw_body)
+    if raw_event.get('type') == 'DELETED':
+        context.indexers.forget(obj)
+        return
+    body = bodies.Body(raw_body)
+    logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
+    memory = context.memories.recall(raw_body, memo=context.memo, initial=raw_event.get('type') is None)
+    cause = causes.BaseCause(resource=resource, body=body, patch=patches.Patch(), memo=memory.memo,
+                             logger=logger, indices=context.indexers.as_kwargs())
+    kwargs = kwargs_.build_resource_kwargs(cause)
+
+    def build_kwargs(handler: handlers.BaseHandler, state: progression.HandlerState) -> Dict[str, Any]:
+        return dict(kwargs, param=handler.param, retry=state.retries,
+                    started=state.started.replace(tzinfo=None), runtime=progression.utcnow() - state.started)
+
+    exec_context = execution.ExecutionContext(settings=context.settings, logger=logger, build_kwargs=build_kwargs)
+    await context.indexers.index_object(obj=obj, handlers_=context.registry.get_indexing_handlers(resource=resource),
+                                        kwargs=kwargs, body=body, context=exec_context)
 
 
 async def _process_watching(
@@ -128,14 +169,22 @@ async def _process_changing(
         memo: Any,
         logger: Any,
         all_handlers: Sequence[handlers.ChangingHandler],
+        spawning_handlers: Sequence[handlers.SpawningHandler],
 ) -> CycleResult:
     settings = context.settings
     finalizer = settings.persistence.finalizer
     base_kwargs = kwargs_.build_resource_kwargs(
-        causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger))
+        causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
+                         indices=context.indexers.as_kwargs()))
+    state_handlers: Sequence[handlers.ResourceHandler] = [*all_handlers, *spawning_handlers]
+
+    if raw_type == 'DELETED' and memory is not None and memory.daemons is not None:
+        _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
 
     # Stealth mode: objects matching no handler's filters are neither logged nor annotated.
-    if not registries.is_in_scope(all_handlers, body=body, kwargs=base_kwargs):
+    if not registries.is_in_scope(state_handlers, body=body, kwargs=base_kwargs):
+        if memory is not None and memory.daemons is not None:
+            _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.FILTERS_MISMATCH)
         if raw_type != 'DELETED' and finalizer in body.metadata.get('finalizers', []):
             await _release_finalizer(context, resource, body, logger,
                                      "Removing the finalizer, as there are no handlers requiring it.")
@@ -160,7 +209,7 @@ async def _process_changing(
         return CycleResult()
 
     deleting = reason == causes.Reason.DELETE
-    needs_finalizer = registries.requires_finalizer(all_handlers, body=body, kwargs=base_kwargs)
+    needs_finalizer = registries.requires_finalizer(state_handlers, body=body, kwargs=base_kwargs)
     has_finalizer = finalizer in body.metadata.get('finalizers', [])
     if not deleting and needs_finalizer and not has_finalizer:
         logger.debug("Adding the finalizer, thus preventing the actual deletion.")
@@ -172,7 +221,18 @@ async def _process_changing(
                                            "Removing the finalizer, as there are no handlers requiring it.")
         return CycleResult(patched_body=patched)
 
+    if spawning_handlers and memory is not None:
+        if not deleting:
+            _spawn_daemons(context, resource, memory, body, logger, spawning_handlers, base_kwargs)
+        elif memory.daemons is not None:
+            # The deletion handlers run (and the finalizer is released) only after the daemons exit.
+            _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
+            if not memory.daemons.stopped:
+                return CycleResult(delay=DAEMONS_POLLING_INTERVAL,
+                                   patched_body=await _apply(context, resource, body, patch, logger))
+
     cause = causes.ChangingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
+                                 indices=context.indexers.as_kwargs(),
                                  reason=reason, initial=initial, diff=diff, old=old, new=new)
     if reason == causes.Reason.NOOP:
         logger.debug("Something has changed, but we are not interested (the essence is the same).")
@@ -257,6 +317,62 @@ async def _run_handlers(
     state.store(body=body, patch=patch, storage=progress_storage)
     delays = state.delays(selected_ids)
     return min(delays) if delays else None
+
+
+def _daemon_context(
+        context: ProcessingContext,
+        resource: references.Resource,
+        memory: inventory.ObjectMemory,
+        logger: Any,
+) -> daemons.DaemonContext:
+    assert memory.daemons is not None
+    live_body = memory.daemons.body
+    daemon_logger = loggers.ObjectLogger(body=live_body, settings=context.settings)
+
+    def build_kwargs(handler: handlers.BaseHandler, state: progression.HandlerState,
+                     patch: patches.Patch, body: Any) -> Dict[str, Any]:
+        cause = causes.BaseCause(resource=resource, body=body, patch=patch, memo=memory.memo,
+                                 logger=daemon_logger, indices=context.indexers.as_kwargs())
+        kwargs = kwargs_.build_resource_kwargs(cause)
+        kwargs.update(param=handler.param, retry=state.retries,
+                      started=state.started.replace(tzinfo=None), runtime=progression.utcnow() - state.started)
+        return kwargs
+
+    async def apply_patch(patch: patches.Patch) -> None:
+        await application.apply_patch(client=context.client, resource=resource, body=live_body,
+                                      patch=patch, logger=daemon_logger)
+
+    return daemons.DaemonContext(settings=context.settings, logger=daemon_logger, memo=memory.memo,
+                                 build_kwargs=build_kwargs, apply_patch=apply_patch,
+                                 pending_fns=memory.pending_fns)
+
+
+def _spawn_daemons(
+        context: ProcessingContext,
+        resource: references.Resource,
+        memory: inventory.ObjectMemory,
+        body: bodies.Body,
+        logger: Any,
+        spawning_handlers: Sequence[handlers.SpawningHandler],
+        kwargs: Mapping[str, Any],
+) -> None:
+    if memory.daemons is None:
+        memory.daemons = daemons.DaemonsMemory(body=bodies.Body(dict(body)))
+    matching = [h for h in spawning_handlers if registries.match_resource_filters(h, body=body, kwargs=kwargs)]
+    daemons.spawn_daemons(memory=memory.daemons, matching=matching,
+                          context=_daemon_context(context, resource, memory, logger))
+
+
+def _stop_daemons(
+        context: ProcessingContext,
+        resource: references.Resource,
+        memory: inventory.ObjectMemory,
+        logger: Any,
+        reason: stoppers.DaemonStoppingReason,
+) -> None:
+    if memory.daemons is not None:
+        daemons.stop_daemons(memory=memory.daemons, reason=reason,
+                             context=_daemon_context(context, resource, memory, logger))
 
 
 async def _apply(

@@ -46,11 +46,19 @@ async def watcher(
         processor: Processor,
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore] = None,
+        preprocessor: Optional[Callable[[typedefs.RawEvent], Awaitable[None]]] = None,
 ) -> None:
-    """Dispatch the events to per-object workers until the stream ends or is cancelled."""
+    """
+    Dispatch the events to per-object workers until the stream ends or is cancelled.
+
+    The preprocessor (e.g. indexing) runs for every event in the stream's order,
+    before the workers see it, and never waits for the workers.
+    """
     streams: Dict[str, _Stream] = {}
     try:
         async for raw_event in events:
+            if preprocessor is not None:
+                await preprocessor(raw_event)
             key = object_key(raw_event)
             stream = streams.get(key)
             if stream is None:

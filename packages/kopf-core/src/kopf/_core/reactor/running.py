@@ -15,17 +15,29 @@ import importlib.metadata
 import logging
 import signal
 import threading
-from typing import Any, Collection, List, Optional, Sequence
+from typing import Any, Collection, Dict, List, Optional, Sequence
 
 from kopf._cogs.aiokits import aioadapters
 from kopf._cogs.clients import drivers, protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials, ephemera, references
-from kopf._core.engines import activities, peering, posting
+from kopf._core.engines import activities, daemons, indexing, peering, posting, stoppers
 from kopf._core.intents import handlers, registries
 from kopf._core.reactor import inventory, observation, orchestration, processing
 
 logger = logging.getLogger('kopf.reactor.running')
+
+
+# How long the exiting operator waits for the daemons after they are asked to stop ("hung" tasks).
+HUNG_TASKS_TIMEOUT = 5.0
+
+
+def _no_kwargs(*_: Any) -> Dict[str, Any]:
+    raise RuntimeError("Daemons are not started while the operator is exiting.")
+
+
+async def _no_patch(_: Any) -> None:
+    pass
 
 
 def _version() -> str:
@@ -157,6 +169,7 @@ async def spawn_tasks(
         vault=vault if vault is not None else credentials.Vault(),
         memo=memo if memo is not None else ephemera.Memo(),
         memories=memories if memories is not None else inventory.ObjectMemories(),
+        indexers=indexers if isinstance(indexers, indexing.OperatorIndexers) else indexing.OperatorIndexers(),
         insights=insights if insights is not None else observation.Insights(),
         clusterwide=clusterwide, namespaces=tuple(namespaces), identity=identity,
         stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
@@ -197,6 +210,7 @@ class _Lifecycle:
             vault: credentials.Vault,
             memo: Any,
             memories: inventory.ObjectMemories,
+            indexers: indexing.OperatorIndexers,
             insights: observation.Insights,
             clusterwide: bool,
             namespaces: Sequence[str],
@@ -211,6 +225,8 @@ class _Lifecycle:
         self.vault = vault
         self.memo = memo
         self.memories = memories
+        self.indexers = indexers
+        self.indexers.ensure(registry)
         self.insights = insights
         self.clusterwide = clusterwide
         self.namespaces = namespaces
@@ -233,11 +249,13 @@ class _Lifecycle:
             await self._until_stopped_or(authenticated.wait())
             if not self.stopping.is_set():
                 await activities.run_activity(activity=handlers.Activity.STARTUP, registry=self.registry,
-                                              settings=self.settings, memo=self.memo)
+                                              settings=self.settings, memo=self.memo,
+                                              extra_kwargs=self.indexers.as_kwargs())
                 background.extend(await self._spawn_serving(client))
                 aioadapters.raise_flag(self.ready_flag)
                 await self._until_stopped_or()
         finally:
+            await self._stop_daemons()
             for task in reversed(background):
                 task.cancel()
             if background:
@@ -245,7 +263,8 @@ class _Lifecycle:
             self._remove_signal_handlers()
             try:
                 await activities.run_activity(activity=handlers.Activity.CLEANUP, registry=self.registry,
-                                              settings=self.settings, memo=self.memo)
+                                              settings=self.settings, memo=self.memo,
+                                              extra_kwargs=self.indexers.as_kwargs())
             finally:
                 await client.close()
         # Re-raise the failures of the background tasks (e.g. a failed authentication).
@@ -256,7 +275,8 @@ class _Lifecycle:
     async def _spawn_serving(self, client: protocols.ApiClient) -> List[asyncio.Task[Any]]:
         context = processing.ProcessingContext(
             registry=self.registry, settings=self.settings, client=client,
-            memories=self.memories, memo=self.memo)
+            memories=self.memories, memo=self.memo, indexers=self.indexers)
+        readiness = indexing.IndexingReadiness(self.indexers)
         tasks: List[asyncio.Task[Any]] = []
         event_queue: asyncio.Queue[posting.K8sEvent] = asyncio.Queue(maxsize=posting.QUEUE_LIMIT)
         posting.bind(event_queue=event_queue, settings=self.settings)
@@ -271,8 +291,22 @@ class _Lifecycle:
             client=client, settings=self.settings, clusterwide=self.clusterwide,
             patterns=self.namespaces, insights=self.insights)), name='namespace observer'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
-            context=context, settings=self.settings, insights=self.insights)), name='orchestrator'))
+            context=context, settings=self.settings, insights=self.insights, readiness=readiness)),
+            name='orchestrator'))
         return tasks
+
+    async def _stop_daemons(self) -> None:
+        """Stop the daemons and timers of all objects, gracefully first (within a limit)."""
+        memories = [memory.daemons for memory in self.memories if memory.daemons is not None]
+        if not memories:
+            return
+
+        def context_of(memory: daemons.DaemonsMemory) -> daemons.DaemonContext:
+            return daemons.DaemonContext(settings=self.settings, logger=logger, memo=self.memo,
+                                         build_kwargs=_no_kwargs, apply_patch=_no_patch, pending_fns=[])
+
+        await daemons.stop_all(memories, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING,
+                               context_of=context_of, timeout=HUNG_TASKS_TIMEOUT)
 
     async def _guard(self, coro: Any) -> None:
         """Run a background coroutine; a failure stops the whole operator (and is re-raised)."""

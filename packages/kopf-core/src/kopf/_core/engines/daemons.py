@@ -1,0 +1,292 @@
+"""
+Daemons and timers: long-running tasks that accompany individual objects.
+
+Each daemon (and each timer, which is a daemon with a schedule) of each
+object runs in its own asyncio task, spawned when the object appears or
+starts matching the filters, and stopped when the object is marked for
+deletion, stops matching, or the operator exits. The object is held by the
+finalizer until its daemons have exited (or have been abandoned after their
+cancellation timeout).
+
+The retrying state of daemons and timers is in memory only: they belong to
+this operator process, not to the object, so nothing is stored on it.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import warnings
+from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Optional, Set
+
+from kopf._cogs.structs import bodies, patches
+from kopf._core.actions import execution, invocation, progression
+from kopf._core.engines import stoppers
+from kopf._core.intents import handlers
+
+logger = logging.getLogger('kopf.engines.daemons')
+
+# Applies the accumulated patch of one run to the object (the reactor provides it).
+PatchApplier = Callable[[patches.Patch], Awaitable[None]]
+# Builds the handler's kwargs for one run (the reactor provides it: body, memo, indices, ...).
+KwargsBuilder = Callable[[handlers.BaseHandler, progression.HandlerState, patches.Patch, Any], Dict[str, Any]]
+
+
+@dataclasses.dataclass
+class Daemon:
+    handler: handlers.SpawningHandler
+    stopper: stoppers.DaemonStopper
+    task: asyncio.Task[None]
+    terminator: Optional[asyncio.Task[None]] = None  # the termination sequence, once requested
+    abandoned: bool = False
+
+
+@dataclasses.dataclass
+class DaemonsMemory:
+    """The daemons' part of an object's memory: what runs, what must not run again."""
+    body: bodies.Body  # the live view, replaced on every watch-event
+    running: Dict[handlers.HandlerId, Daemon] = dataclasses.field(default_factory=dict)
+    done: Set[handlers.HandlerId] = dataclasses.field(default_factory=set)  # exited: never again here
+    last_change: float = dataclasses.field(default_factory=time.monotonic)
+    changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+    def notice_change(self, raw: Mapping[str, Any]) -> None:
+        """Every watch-event: the live body is updated, idling timers start over."""
+        self.body._replace_with(dict(raw))
+        self.last_change = time.monotonic()
+        self.changed.set()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether all daemons have exited or are abandoned (so the object can be released)."""
+        return all(daemon.task.done() or daemon.abandoned for daemon in self.running.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonContext:
+    """What the daemons of one object need from the reactor."""
+    settings: Any
+    logger: Any
+    memo: Any
+    build_kwargs: KwargsBuilder
+    apply_patch: PatchApplier
+    pending_fns: List[Any]  # the object's patch.fns rejected by a conflict, carried to the next run
+
+
+def spawn_daemons(
+        *,
+        memory: DaemonsMemory,
+        matching: Collection[handlers.SpawningHandler],
+        context: DaemonContext,
+) -> None:
+    """Spawn the matching daemons that are not running; stop the running ones that stopped matching."""
+    matching_ids = {handler.id for handler in matching}
+    for handler_id, daemon in list(memory.running.items()):
+        if daemon.task.done():
+            del memory.running[handler_id]
+        elif handler_id not in matching_ids:
+            request_stop(daemon, reason=stoppers.DaemonStoppingReason.FILTERS_MISMATCH, context=context)
+    for handler in matching:
+        if handler.id in memory.running or handler.id in memory.done:
+            continue  # a terminating daemon counts as running: not respawned until it has exited
+        stopper = stoppers.DaemonStopper()
+        stopper.bind()
+        runner = _run_timer if isinstance(handler, handlers.TimerHandler) else _run_daemon
+        task = asyncio.create_task(runner(handler=handler, stopper=stopper, memory=memory, context=context),
+                                   name=f'{handler.title} of {memory.body.metadata.name}')
+        memory.running[handler.id] = Daemon(handler=handler, stopper=stopper, task=task)
+
+
+def stop_daemons(
+        *,
+        memory: DaemonsMemory,
+        reason: stoppers.DaemonStoppingReason,
+        context: DaemonContext,
+) -> None:
+    """Request all daemons of the object to stop (idempotent); see ``DaemonsMemory.stopped``."""
+    for daemon in memory.running.values():
+        request_stop(daemon, reason=reason, context=context)
+
+
+def request_stop(daemon: Daemon, *, reason: stoppers.DaemonStoppingReason, context: DaemonContext) -> None:
+    daemon.stopper.set(reason=reason)
+    if daemon.terminator is None and not daemon.task.done():
+        daemon.terminator = asyncio.create_task(_terminate(daemon, context=context),
+                                                name=f'terminator of {daemon.task.get_name()}')
+
+
+async def _terminate(daemon: Daemon, *, context: DaemonContext) -> None:
+    """
+    The three stages: graceful (the flag, then ``cancellation_backoff``), forced
+    (``CancelledError``, then ``cancellation_timeout``), then either abandoning
+    (with a ResourceWarning) or, with no timeout, waiting forever while polling.
+    """
+    handler = daemon.handler
+    backoff = handler.cancellation_backoff
+    timeout = handler.cancellation_timeout
+    if backoff:
+        await asyncio.wait([daemon.task], timeout=backoff)
+    if daemon.task.done():
+        return
+    if timeout is not None:
+        daemon.task.cancel()
+        await asyncio.wait([daemon.task], timeout=timeout)
+        if not daemon.task.done():
+            daemon.abandoned = True
+            daemon.stopper.set(reason=stoppers.DaemonStoppingReason.DAEMON_ABANDONED)
+            warnings.warn(f"{handler.title} did not exit in time: abandoned, the object is released.",
+                          ResourceWarning, stacklevel=1)
+            context.logger.warning(f"{handler.title} did not exit in time: abandoned, the object is released.")
+        return
+    polling = handler.cancellation_polling or context.settings.background.cancellation_polling
+    while not daemon.task.done():
+        await asyncio.wait([daemon.task], timeout=polling)
+        if not daemon.task.done():
+            context.logger.warning(f"{handler.title} has not exited yet. Waiting for it; "
+                                   f"the object stays blocked by the finalizer.")
+
+
+async def _run_daemon(
+        *,
+        handler: handlers.SpawningHandler,
+        stopper: stoppers.DaemonStopper,
+        memory: DaemonsMemory,
+        context: DaemonContext,
+) -> None:
+    if handler.initial_delay and await stopper.wait_async(handler.initial_delay):
+        return
+    state = progression.HandlerState.from_scratch()
+    while not stopper.is_set():
+        outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
+                                         context=context, state=state)
+        if outcome.final:
+            memory.done.add(handler.id)  # exited, succeeded or failed for good: not restarted here
+            if outcome.exception is None:
+                context.logger.debug(f"{handler.title} has exited on its own.")
+            return
+        await stopper.wait_async(outcome.delay or 0)
+
+
+async def _run_timer(
+        *,
+        handler: handlers.SpawningHandler,
+        stopper: stoppers.DaemonStopper,
+        memory: DaemonsMemory,
+        context: DaemonContext,
+) -> None:
+    assert isinstance(handler, handlers.TimerHandler)
+    if handler.initial_delay and await stopper.wait_async(handler.initial_delay):
+        return
+    state = progression.HandlerState.from_scratch()
+    schedule_start = time.monotonic()
+    while not stopper.is_set():
+        if handler.idle is not None and not await _wait_for_idling(handler.idle, memory, stopper):
+            return
+        run_started = time.monotonic()
+        outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
+                                         context=context, state=state)
+        if outcome.final and outcome.exception is not None:
+            memory.done.add(handler.id)  # a permanent failure stops the timer forever
+            return
+        if not outcome.final:
+            delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule
+        else:
+            state = progression.HandlerState.from_scratch()  # success: a new cycle of retries
+            if handler.interval is None:
+                # No interval: run again only after the next change and a new idle period.
+                if not await _wait_for_change(memory, stopper, since=run_started):
+                    return
+                continue
+            if handler.sharp:
+                elapsed = time.monotonic() - schedule_start
+                delay = handler.interval - elapsed % handler.interval
+            else:
+                delay = handler.interval
+        if await stopper.wait_async(delay):
+            return
+
+
+async def _wait_for_idling(idle: float, memory: DaemonsMemory, stopper: stoppers.DaemonStopper) -> bool:
+    """Wait until the object is unchanged for ``idle`` seconds; false if stopped meanwhile."""
+    while True:
+        left = memory.last_change + idle - time.monotonic()
+        if left <= 0:
+            return True
+        if await stopper.wait_async(left):
+            return False
+
+
+async def _wait_for_change(memory: DaemonsMemory, stopper: stoppers.DaemonStopper, *, since: float) -> bool:
+    while memory.last_change <= since:
+        memory.changed.clear()
+        waiters = [asyncio.ensure_future(memory.changed.wait()), asyncio.ensure_future(stopper.wait_async())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        if stopper.is_set():
+            return False
+    return True
+
+
+async def _run_once(
+        *,
+        handler: handlers.SpawningHandler,
+        stopper: stoppers.DaemonStopper,
+        memory: DaemonsMemory,
+        context: DaemonContext,
+        state: progression.HandlerState,
+) -> tuple[progression.HandlerOutcome, progression.HandlerState]:
+    """One invocation with the error protocol; the patch is applied even if it failed."""
+    patch = patches.Patch()
+    patch.fns.extend(context.pending_fns)  # visible to the handler as bool(patch)
+    context.pending_fns.clear()
+    is_async = invocation.is_async_fn(handler.fn)
+    stopped: stoppers.DaemonStopped = (stoppers.AsyncDaemonStopped(stopper) if is_async
+                                       else stoppers.SyncDaemonStopped(stopper))
+
+    def build_kwargs(h: handlers.BaseHandler, s: progression.HandlerState) -> Dict[str, Any]:
+        kwargs = context.build_kwargs(h, s, patch, memory.body)
+        kwargs['stopped'] = stopped
+        return kwargs
+
+    exec_context = execution.ExecutionContext(settings=context.settings, logger=context.logger,
+                                              build_kwargs=build_kwargs)
+    try:
+        outcome = await execution.execute_handler_once(handler=handler, state=state, context=exec_context)
+    except asyncio.CancelledError:
+        if patch:
+            await _apply_safely(context, patch)
+        raise
+    if outcome.final and outcome.exception is None and outcome.result is not None:
+        patch.status[handler.id] = outcome.result
+    if patch:
+        await _apply_safely(context, patch)
+    return outcome, state.with_outcome(outcome)
+
+
+async def _apply_safely(context: DaemonContext, patch: patches.Patch) -> None:
+    try:
+        await context.apply_patch(patch)
+    except Exception as e:
+        context.logger.exception(f"Failed to apply the patch of a daemon or timer: {e}")
+    context.pending_fns.extend(patch.fns)  # rejected by a conflict: retried on the next run
+
+
+async def stop_all(memories: Collection[DaemonsMemory], *, reason: stoppers.DaemonStoppingReason,
+                   context_of: Callable[[DaemonsMemory], DaemonContext], timeout: Optional[float]) -> None:
+    """At the operator's exit: stop all daemons of all objects, wait (within the timeout), cancel the rest."""
+    tasks: List[asyncio.Task[None]] = []
+    for memory in memories:
+        for daemon in memory.running.values():
+            request_stop(daemon, reason=reason, context=context_of(memory))
+            tasks.append(daemon.task)
+    pending = [task for task in tasks if not task.done()]
+    if pending:
+        _, pending_set = await asyncio.wait(pending, timeout=timeout)
+        for task in pending_set:
+            task.cancel()
+        if pending_set:
+            await asyncio.wait(pending_set, timeout=timeout)
