@@ -117,7 +117,7 @@ async def execute(
     so that the parent handler is invoked again later.
     """
     sub = get_current()
-    children: List[handlers.ChangingHandler]
+    children: List[ChangingHandler]
     if fns is not None:
         items = fns.items() if isinstance(fns, Mapping) else ((None, fn) for fn in fns)
         children = [build_child(fn, parent_id=sub.parent_id, id=key) for key, fn in items]
