@@ -161,9 +161,12 @@ async def _run_daemon(
         outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
                                          context=context, state=state)
         if outcome.final:
-            memory.done.add(handler.id)  # exited, succeeded or failed for good: not restarted here
-            if outcome.exception is None:
-                context.logger.debug(f"{handler.title} has exited on its own.")
+            if not stopper.is_set():
+                # Exited on its own (or failed for good): not restarted for this object in this
+                # process. A daemon that exits because it was asked to can be spawned again later.
+                memory.done.add(handler.id)
+                if outcome.exception is None:
+                    context.logger.debug(f"{handler.title} has exited on its own.")
             return
         await stopper.wait_async(outcome.delay or 0)
 
@@ -187,7 +190,7 @@ async def _run_timer(
         outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
                                          context=context, state=state)
         if outcome.final and outcome.exception is not None:
-            memory.done.add(handler.id)  # a permanent failure stops the timer forever
+            memory.done.add(handler.id)  # a permanent failure stops the timer for this object for good
             return
         if not outcome.final:
             delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule

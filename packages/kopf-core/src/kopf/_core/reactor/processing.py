@@ -143,7 +143,7 @@ async def _process_watching(
         return
     logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
     cause = causes.WatchingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
-                                 type=raw_event.get('type'), event=raw_event)
+                                 indices=context.indexers.as_kwargs(), type=raw_event.get('type'), event=raw_event)
     kwargs = kwargs_.build_watching_kwargs(cause)
     for handler in watching_handlers:
         if not registries.match_resource_filters(handler, body=body, kwargs=kwargs):

@@ -79,13 +79,36 @@ def run(
         clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
         stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, client=client,
         _command=_command)
+    own_loop = loop is None
+    real_loop = loop if loop is not None else asyncio.new_event_loop()
     try:
-        if loop is not None:
-            loop.run_until_complete(coro)
-        else:
-            asyncio.run(coro)
+        real_loop.run_until_complete(coro)
     except KeyboardInterrupt:
-        pass  # the second Ctrl-C: exit without the graceful shutdown
+        pass  # the second Ctrl-C: exit without waiting for anything
+    else:
+        if own_loop:
+            _finish_hung_tasks(real_loop)
+    finally:
+        if own_loop:
+            real_loop.close()
+
+
+def _finish_hung_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """
+    Cancel what is left (e.g. abandoned daemons) and give it a few seconds to finish.
+
+    Unlike ``asyncio.run()``, never wait forever: a task that ignores cancellations
+    would otherwise keep the process alive until it is killed.
+    """
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    _, pending = loop.run_until_complete(asyncio.wait(tasks, timeout=HUNG_TASKS_TIMEOUT))
+    if pending:
+        names = ', '.join(sorted(task.get_name() for task in pending))
+        logger.warning(f"Hung tasks are left behind at exit (they ignore the cancellation): {names}")
 
 
 async def operator(
