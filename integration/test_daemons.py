@@ -134,3 +134,20 @@ def test_index_is_complete_before_the_first_handler_even_with_one_worker(
     with OperatorProcess([INDICES, '-n', namespace], log_path=tmp_path / 'op.log') as op:
         log = op.wait_for(r"The first handler sees \d+ indexed objects\.", timeout=120)
     assert "The first handler sees 2000 indexed objects." in log
+
+
+MANY = str(pathlib.Path(__file__).parent / 'operators_src' / 'many_daemons.py')
+
+
+def test_a_daemon_and_a_timer_on_each_of_1000_objects(
+        cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> None:
+    if cluster.control_plane is None:
+        pytest.skip("Creating 1000 objects quickly needs the local control plane's token (other clusters: skip).")
+    asyncio.run(create_many(cluster, namespace, 1000))
+    with OperatorProcess([MANY, '-n', namespace], log_path=tmp_path / 'op.log') as op:
+        log = op.wait_for(r"1000 daemons are running: \d+ tasks, RSS [\d.]+ MiB\.", timeout=180)
+    match = re.search(r"1000 daemons are running: (\d+) tasks, RSS ([\d.]+) MiB\.", log)
+    assert match
+    tasks, rss = int(match.group(1)), float(match.group(2))
+    print(f"\nA daemon and a timer on each of 1000 objects: {tasks} asyncio tasks, RSS {rss:.1f} MiB.")
+    assert tasks >= 2000  # one task per daemon and per timer, at least

@@ -26,7 +26,7 @@ step "kopf-client unit tests" hatch run client:test
 step "kopf-cli unit tests"    hatch run cli:test
 step "kopf-webhooks unit tests" hatch run webhooks:test
 step "kopf-testing unit tests" hatch run testing:test
-step "integration tests"      hatch run integration:test "$@"
+step "integration tests"      hatch run integration:test integration "$@"
 
 echo
 if [ "${#failed[@]}" -ne 0 ]; then

@@ -48,6 +48,13 @@ class Reply:
     payload: Any
 
 
+# The most regular (non-streaming) requests in flight at once, per client. Each of them
+# needs a connection of its own, and each TLS connection costs ~130 KiB of buffers while it
+# stays in the pool: a burst of a thousand objects must not open a thousand connections.
+# Streams (watches) are not limited: they hold their connections for minutes.
+MAX_CONCURRENT_REQUESTS = 32
+
+
 class Transport:
     """Sends requests on behalf of the API client; knows nothing about Kubernetes resources."""
 
@@ -62,6 +69,7 @@ class Transport:
         self._settings = settings
         self._sleep = sleep
         self._sessions = _sessions.SessionPool()
+        self._concurrency = asyncio.Semaphore(MAX_CONCURRENT_REQUESTS)
 
     async def close(self) -> None:
         await self._sessions.close()
@@ -89,7 +97,7 @@ class Transport:
         """
         networking = self._settings.networking
         timeout = aiohttp.ClientTimeout(total=networking.request_timeout, sock_connect=networking.connect_timeout)
-        async with self._exchange(
+        async with self._concurrency, self._exchange(
             method, path,
             params=params, body=body, content_type=content_type, timeout=timeout,
             stream=False, retry_server_errors=retry_server_errors,
