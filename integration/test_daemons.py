@@ -8,6 +8,7 @@ finalizers. The timing bounds are those the manual promises (the flag is set
 on deletion at once; the idle timer waits for its idle period).
 """
 import asyncio
+import itertools
 import json
 import pathlib
 import re
@@ -97,7 +98,7 @@ def test_timer_with_idle_and_interval_follows_the_schedule(
     log = operator.wait_for(r"idle timer of obj ticked", count=3, timeout=20)
     ticks = [float(t) for t in re.findall(r"idle timer of obj ticked at (\d+\.\d+)", log)]
     assert ticks[0] - created_at >= 3.0  # the creation is a change: idle first
-    assert all(0.9 <= later - earlier < 2.0 for earlier, later in zip(ticks, ticks[1:3]))
+    assert all(0.9 <= later - earlier < 2.0 for earlier, later in itertools.pairwise(ticks[:3]))
 
     changed_at = time.time()
     cluster.kubectl('label', '-n', namespace, 'kopfexample', 'obj', 'changed=yes')

@@ -18,7 +18,6 @@ from kopf._cogs.structs import bodies, patches
 from kopf._core.actions import errors, execution, progression
 from kopf._core.intents import handlers, registries
 
-
 # Aliases: kopf.execute() has a public kwarg named `handlers`, which shadows the module there.
 HandlerId = handlers.HandlerId
 ChangingHandler = handlers.ChangingHandler
