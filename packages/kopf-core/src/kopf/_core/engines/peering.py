@@ -1,14 +1,31 @@
 """
-Peering: how several operators of the same kind learn about each other.
+Peering: several operators of the same kind learn about each other and yield.
 
-Only the detection of the peering mode is here: with no peering object
-(``default`` unless named otherwise), the operator runs standalone, as the
-manual describes; with ``--peering``/``settings.peering.mandatory``, a missing
-peering object is an error that says how to create it.
+Each operator writes a keep-alive into the peering object's status — its
+identity with its priority, lifetime and last-seen time — and watches the
+object. While another live operator has a higher priority, this one pauses
+(it stops serving the resources); operators with the same priority all pause,
+as they cannot decide who goes first. Dead entries (not renewed within their
+lifetime) are removed by whoever notices them. ``kopf freeze`` is an ordinary
+entry with a high priority; ``kopf resume`` removes it.
+
+With no peering object (``default`` unless named otherwise), the operator runs
+standalone; with ``--peering``/``settings.peering.mandatory``, it waits until
+the peering object exists. The reactor runs the watch-stream of the peering
+object and feeds its events to :func:`react`.
 """
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import datetime
+import getpass
 import logging
+import os
+import random
+import socket
+import string
+from typing import Any, Collection, Dict, List, Mapping, Optional
 
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
@@ -17,41 +34,183 @@ from kopf._cogs.structs import references
 
 logger = logging.getLogger('kopf.reactor.peering')
 
-CLUSTER_PEERINGS = references.Resource('kopf.dev', 'v1', 'clusterkopfpeerings', namespaced=False)
-NAMESPACED_PEERINGS = references.Resource('kopf.dev', 'v1', 'kopfpeerings', namespaced=True)
+CLUSTER_PEERINGS = [
+    references.Resource('kopf.dev', 'v1', 'clusterkopfpeerings', namespaced=False),
+    references.Resource('zalando.org', 'v1', 'clusterkopfpeerings', namespaced=False),  # legacy
+]
+NAMESPACED_PEERINGS = [
+    references.Resource('kopf.dev', 'v1', 'kopfpeerings', namespaced=True),
+    references.Resource('zalando.org', 'v1', 'kopfpeerings', namespaced=True),  # legacy
+]
+MANDATORY_POLLING_INTERVAL = 10.0
 
 
-class PeeringObjectMissingError(Exception):
-    """The mandatory peering object does not exist."""
+def detect_own_id(*, manual: bool = False) -> str:
+    """``$POD_ID`` if set, else ``user@host``, plus a timestamp and a suffix for running operators."""
+    pod_id = os.environ.get('POD_ID')
+    if pod_id:
+        return pod_id
+    user, host = getpass.getuser(), socket.getfqdn()
+    if manual:
+        return f'{user}@{host}'
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%d%H%M%S')
+    suffix = ''.join(random.choices(string.ascii_lowercase + string.digits, k=3))
+    return f'{user}@{host}/{now}/{suffix}'
 
 
-async def detect_peering(*, client: protocols.ApiClient, settings: configuration.OperatorSettings) -> bool:
-    """Whether the peering object exists (so peering is used); log the standalone fallback."""
-    if settings.peering.standalone:
-        return False
-    name = settings.peering.name
-    exists = False
-    if settings.peering.clusterwide:
-        exists = await _exists(client, CLUSTER_PEERINGS, namespace=None, name=name)
-    if not exists and settings.peering.mandatory:
-        raise PeeringObjectMissingError(
-            f"The peering object {name!r} does not exist, but peering is mandatory (--peering). "
-            f"Create a {'ClusterKopfPeering' if settings.peering.clusterwide else 'KopfPeering'} "
-            f"named {name!r}, or run with --standalone.")
-    if not exists:
-        logger.warning("Default peering object is not found, falling back to the standalone mode.")
-        settings.peering.standalone = True
-        return False
-    logger.warning(f"Peering object {name!r} is found, but peering is not supported by this version: "
-                   f"running in the standalone mode.")
-    settings.peering.standalone = True
-    return False
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    identity: str
+    priority: int = 0
+    lifetime: int = 60
+    lastseen: Optional[str] = None
+
+    def __repr__(self) -> str:
+        return (f"<Peer {self.identity}: priority={self.priority}, lifetime={self.lifetime}, "
+                f"lastseen={self.lastseen!r}>")
+
+    @classmethod
+    def parse(cls, identity: str, entry: Mapping[str, Any]) -> Peer:
+        return cls(identity=identity, priority=int(entry.get('priority', 0)),
+                   lifetime=int(entry.get('lifetime', 60)), lastseen=entry.get('lastseen'))
+
+    def is_dead(self, now: datetime.datetime) -> bool:
+        if self.lastseen is None:
+            return True
+        try:
+            seen = datetime.datetime.fromisoformat(self.lastseen)
+        except ValueError:
+            return True
+        if seen.tzinfo is None:
+            seen = seen.replace(tzinfo=datetime.timezone.utc)
+        return seen + datetime.timedelta(seconds=self.lifetime) <= now
 
 
-async def _exists(client: protocols.ApiClient, resource: references.Resource,
-                  *, namespace: references.Namespace, name: str) -> bool:
+@dataclasses.dataclass(frozen=True)
+class PeeringTarget:
+    resource: references.Resource
+    namespace: references.Namespace
+    name: str
+
+    def __str__(self) -> str:
+        where = 'cluster-wide' if self.namespace is None else f'in {self.namespace!r}'
+        return f'{self.name!r} {where}'
+
+
+async def find_target(
+        *,
+        client: protocols.ApiClient,
+        name: str,
+        namespace: references.Namespace,
+) -> Optional[PeeringTarget]:
+    """The peering object of this name in this scope (the current API group first), if it exists."""
+    candidates = CLUSTER_PEERINGS if namespace is None else NAMESPACED_PEERINGS
+    for resource in candidates:
+        try:
+            await client.get_object(resource, namespace=namespace, name=name)
+        except (apierrors.APINotFoundError, apierrors.APIForbiddenError):
+            continue
+        return PeeringTarget(resource=resource, namespace=namespace, name=name)
+    return None
+
+
+async def find_targets(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        scopes: Collection[references.Namespace],
+) -> List[PeeringTarget]:
+    while True:
+        found = [await find_target(client=client, name=settings.peering.name, namespace=scope) for scope in scopes]
+        targets = [target for target in found if target is not None]
+        if not settings.peering.mandatory or len(targets) == len(scopes):
+            return targets
+        missing = [scope for scope, target in zip(scopes, found) if target is None]
+        where = ', '.join('cluster-wide' if s is None else repr(s) for s in missing)
+        logger.warning(f"The peering object {settings.peering.name!r} is mandatory, but it is absent "
+                       f"({where}). The operator is paused until it exists.")
+        await asyncio.sleep(MANDATORY_POLLING_INTERVAL)
+
+
+async def keepalive(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        identity: str,
+        target: PeeringTarget,
+) -> None:
+    while True:
+        entry = {'priority': settings.peering.priority, 'lifetime': settings.peering.lifetime,
+                 'lastseen': datetime.datetime.now(datetime.timezone.utc).isoformat()}
+        try:
+            await client.patch_object(target.resource, namespace=target.namespace, name=target.name,
+                                      patch={'status': {identity: entry}})
+            outcome = 'ok'
+        except apierrors.APINotFoundError:
+            outcome = 'not found'
+        if not settings.peering.stealth:
+            logger.debug(f"Keep-alive in {target}: {outcome}.")
+        lifetime = settings.peering.lifetime
+        await asyncio.sleep(max(1, lifetime - random.randint(5, 10)))
+
+
+async def react(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        identity: str,
+        target: PeeringTarget,
+        body: Mapping[str, Any],
+        paused: Dict[PeeringTarget, bool],
+        operating: asyncio.Event,
+        changed: Optional[asyncio.Event] = None,
+) -> None:
+    """React to the peering object's new state: forget the dead peers, pause or resume."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    peers = [Peer.parse(key, value) for key, value in (body.get('status') or {}).items()
+             if isinstance(value, Mapping)]
+    dead = [peer for peer in peers if peer.is_dead(now) and peer.identity != identity]
+    if dead:
+        await _forget(client=client, target=target, identities=[peer.identity for peer in dead])
+    others = [peer for peer in peers if peer.identity != identity and not peer.is_dead(now)]
+    ours = settings.peering.priority
+    higher = [peer for peer in others if peer.priority > ours]
+    same = [peer for peer in others if peer.priority == ours]
+    was_paused = any(paused.values())
+    if higher:
+        paused[target] = True
+        if not was_paused:
+            logger.info(f"Pausing operations in favour of {higher}.")
+    elif same:
+        paused[target] = True
+        if not was_paused:
+            logger.warning(f"Possibly conflicting operators with the same priority: {same}.")
+    else:
+        paused[target] = False
+        if was_paused and not any(paused.values()):
+            logger.info("Resuming operations after the pause. "
+                        "Conflicting operators with the same priority are gone.")
+    was_operating = operating.is_set()
+    if any(paused.values()):
+        operating.clear()
+    else:
+        operating.set()
+    if changed is not None and was_operating != operating.is_set():
+        changed.set()  # wake up whoever follows the operating state (the orchestrator)
+
+
+async def _forget(*, client: protocols.ApiClient, target: PeeringTarget, identities: Collection[str]) -> None:
     try:
-        await client.get_object(resource, namespace=namespace, name=name)
-    except (apierrors.APINotFoundError, apierrors.APIForbiddenError):
-        return False
-    return True
+        await client.patch_object(target.resource, namespace=target.namespace, name=target.name,
+                                  patch={'status': {identity: None for identity in identities}})
+    except apierrors.APINotFoundError:
+        pass
+
+
+async def disappear(*, client: protocols.ApiClient, identity: str, targets: Collection[PeeringTarget]) -> None:
+    """On exit: remove our own entry, so that others do not wait for it to expire."""
+    for target in targets:
+        try:
+            await _forget(client=client, target=target, identities=[identity])
+        except Exception as e:  # the exit continues regardless
+            logger.debug(f"Failed to remove the keep-alive from {target}: {e!r}")

@@ -29,6 +29,7 @@ async def orchestrator(
         settings: configuration.OperatorSettings,
         insights: observation.Insights,
         readiness: indexing.IndexingReadiness,
+        operating: asyncio.Event,
 ) -> None:
     """Start and stop the watch-streams as the insights change, until cancelled."""
     streams: Dict[StreamKey, asyncio.Task[None]] = {}
@@ -38,14 +39,16 @@ async def orchestrator(
     try:
         while True:
             insights.changed.clear()
-            wanted = {
+            # While paused in favour of other operators (peering), nothing is served.
+            wanted = set() if not operating.is_set() else {
                 (resource, namespace if resource.namespaced else None)
                 for resource in insights.resources
                 for namespace in insights.namespaces
             }
             # The handlers wait until the indexed streams existing now are listed (once, at start).
-            readiness.expect({key for key in wanted
-                              if context.registry.has_indexing_handlers(resource=key[0])})
+            if operating.is_set():
+                readiness.expect({key for key in wanted
+                                  if context.registry.has_indexing_handlers(resource=key[0])})
             for key in set(streams) - wanted:
                 resource, namespace = key
                 logger.debug(f"Stopping the watch-stream for {resource!r} {_where(namespace)}.")

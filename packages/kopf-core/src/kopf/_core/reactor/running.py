@@ -23,7 +23,7 @@ from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials, ephemera, references
 from kopf._core.engines import activities, daemons, indexing, peering, posting, stoppers
 from kopf._core.intents import handlers, registries
-from kopf._core.reactor import inventory, observation, orchestration, processing
+from kopf._core.reactor import coordination, inventory, observation, orchestration, processing
 
 logger = logging.getLogger('kopf.reactor.running')
 
@@ -253,7 +253,7 @@ class _Lifecycle:
         self.insights = insights
         self.clusterwide = clusterwide
         self.namespaces = namespaces
-        self.identity = identity
+        self.identity = identity if identity is not None else peering.detect_own_id()
         self.stop_flag = stop_flag
         self.ready_flag = ready_flag
         self.liveness_endpoint = liveness_endpoint
@@ -306,17 +306,24 @@ class _Lifecycle:
         posting.install_poster_handler()
         tasks.append(asyncio.create_task(self._guard(posting.poster(
             event_queue=event_queue, client=client, settings=self.settings)), name='poster of events'))
-        await peering.detect_peering(client=client, settings=self.settings)
         tasks.append(asyncio.create_task(self._guard(observation.resource_observer(
             client=client, settings=self.settings, registry=self.registry, insights=self.insights)),
             name='resource observer'))
         tasks.append(asyncio.create_task(self._guard(observation.namespace_observer(
             client=client, settings=self.settings, clusterwide=self.clusterwide,
             patterns=self.namespaces, insights=self.insights)), name='namespace observer'))
+        operating = asyncio.Event()
+        tasks.append(asyncio.create_task(self._guard(self._coordinate(client, operating)), name='peering'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
-            context=context, settings=self.settings, insights=self.insights, readiness=readiness)),
-            name='orchestrator'))
+            context=context, settings=self.settings, insights=self.insights, readiness=readiness,
+            operating=operating)), name='orchestrator'))
         return tasks
+
+    async def _coordinate(self, client: protocols.ApiClient, operating: asyncio.Event) -> None:
+        await self.insights.ready_namespaces.wait()
+        namespaces = [namespace for namespace in self.insights.namespaces if namespace is not None]
+        await coordination.coordinate(client=client, settings=self.settings, identity=self.identity,
+                                      namespaces=namespaces, operating=operating, changed=self.insights.changed)
 
     async def _stop_daemons(self) -> None:
         """Stop the daemons and timers of all objects, gracefully first (within a limit)."""
