@@ -125,7 +125,7 @@ async def find_targets(
         targets = [target for target in found if target is not None]
         if not settings.peering.mandatory or len(targets) == len(scopes):
             return targets
-        missing = [scope for scope, target in zip(scopes, found) if target is None]
+        missing = [scope for scope, target in zip(scopes, found, strict=True) if target is None]
         where = ', '.join('cluster-wide' if s is None else repr(s) for s in missing)
         logger.warning(f"The peering object {settings.peering.name!r} is mandatory, but it is absent "
                        f"({where}). The operator is paused until it exists.")
