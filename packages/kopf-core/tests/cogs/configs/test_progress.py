@@ -5,6 +5,7 @@ Bodies and patches are real; there is no API involved at this level.
 """
 import datetime
 import json
+from typing import Any
 
 import pytest
 
@@ -49,23 +50,23 @@ def body_with_annotations(**annotations: str) -> bodies.Body:
 
 # Timestamps.
 
-def test_timestamps_are_formatted_with_microseconds_and_utc_offset():
+def test_timestamps_are_formatted_with_microseconds_and_utc_offset() -> None:
     ts = datetime.datetime(2026, 11, 22, 8, 14, 26, 515992, tzinfo=datetime.timezone.utc)
     assert progress.format_timestamp(ts) == '2026-11-22T08:14:26.515992+00:00'
 
 
-def test_timestamps_without_microseconds_still_have_them():
+def test_timestamps_without_microseconds_still_have_them() -> None:
     ts = datetime.datetime(2026, 11, 22, 8, 14, 26, tzinfo=datetime.timezone.utc)
     assert progress.format_timestamp(ts) == '2026-11-22T08:14:26.000000+00:00'
 
 
-def test_timestamps_in_other_timezones_are_converted_to_utc():
+def test_timestamps_in_other_timezones_are_converted_to_utc() -> None:
     tz = datetime.timezone(datetime.timedelta(hours=2))
     ts = datetime.datetime(2026, 11, 22, 10, 14, 26, 1, tzinfo=tz)
     assert progress.format_timestamp(ts) == '2026-11-22T08:14:26.000001+00:00'
 
 
-def test_naive_timestamps_are_rejected():
+def test_naive_timestamps_are_rejected() -> None:
     with pytest.raises(TypeError):
         progress.format_timestamp(datetime.datetime(2026, 11, 22, 8, 14, 26))
 
@@ -79,7 +80,7 @@ def test_naive_timestamps_are_rejected():
                  datetime.datetime(2026, 11, 22, 8, 14, 26, 515992, tzinfo=datetime.timezone.utc), id='naive'),
     pytest.param(None, None, id='none'),
 ])
-def test_timestamps_are_parsed_as_aware_utc(value, expected):
+def test_timestamps_are_parsed_as_aware_utc(value: Any, expected: Any) -> None:
     parsed = progress.parse_timestamp(value)
     assert parsed == expected
     assert parsed is None or parsed.tzinfo == datetime.timezone.utc
@@ -87,43 +88,43 @@ def test_timestamps_are_parsed_as_aware_utc(value, expected):
 
 # Encoding.
 
-def test_records_are_encoded_as_the_confirmed_example():
+def test_records_are_encoded_as_the_confirmed_example() -> None:
     assert progress.encode_record(RECORD) == ENCODED
 
 
-def test_records_are_encoded_in_the_fixed_key_order_with_sorted_subrefs():
+def test_records_are_encoded_in_the_fixed_key_order_with_sorted_subrefs() -> None:
     assert progress.encode_record(PARENT_RECORD) == PARENT_ENCODED
 
 
-def test_records_with_non_ascii_messages_are_escaped():
+def test_records_with_non_ascii_messages_are_escaped() -> None:
     assert progress.encode_record({'message': 'Ünïcödé ✔'}) == '{"message":"\\u00dcn\\u00efc\\u00f6d\\u00e9 \\u2714"}'
 
 
-def test_verbose_records_keep_the_nulls():
+def test_verbose_records_keep_the_nulls() -> None:
     assert progress.encode_record({'started': 'x', 'stopped': None}, verbose=True) == '{"started":"x","stopped":null}'
 
 
-def test_unknown_fields_are_kept_after_the_known_ones():
+def test_unknown_fields_are_kept_after_the_known_ones() -> None:
     assert progress.encode_record({'extra': 1, 'retries': 0}) == '{"retries":0,"extra":1}'
 
 
 # Annotations storage.
 
-def test_annotations_storage_stores_the_confirmed_example():
+def test_annotations_storage_stores_the_confirmed_example() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.store(key='create_fn', record=RECORD, body=body_with_annotations(), patch=patch)
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/create_fn': ENCODED}}}
 
 
-def test_annotations_storage_stores_the_sub_handler_parents_example():
+def test_annotations_storage_stores_the_sub_handler_parents_example() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.store(key='parent', record=PARENT_RECORD, body=body_with_annotations(), patch=patch)
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/parent': PARENT_ENCODED}}}
 
 
-def test_annotations_storage_stores_both_v1_and_v2_keys_for_long_ids():
+def test_annotations_storage_stores_both_v1_and_v2_keys_for_long_ids() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.store(key='a' * 47, record=RECORD, body=body_with_annotations(), patch=patch)
@@ -133,14 +134,14 @@ def test_annotations_storage_stores_both_v1_and_v2_keys_for_long_ids():
     }}}
 
 
-def test_annotations_storage_stores_with_a_custom_prefix():
+def test_annotations_storage_stores_with_a_custom_prefix() -> None:
     storage = progress.AnnotationsProgressStorage(prefix='my-op.example.com')
     patch = patches.Patch()
     storage.store(key='fn', record=RECORD, body=body_with_annotations(), patch=patch)
     assert patch == {'metadata': {'annotations': {'my-op.example.com/fn': ENCODED}}}
 
 
-def test_annotations_storage_stores_nulls_if_verbose():
+def test_annotations_storage_stores_nulls_if_verbose() -> None:
     storage = progress.AnnotationsProgressStorage(verbose=True)
     patch = patches.Patch()
     storage.store(key='fn', record={'started': 'x', 'stopped': None}, body=body_with_annotations(), patch=patch)
@@ -151,7 +152,7 @@ def test_annotations_storage_stores_nulls_if_verbose():
     pytest.param(ENCODED, id='same-string'),
     pytest.param(json.dumps(dict(reversed(list(json.loads(ENCODED).items())))), id='same-content-other-form'),
 ])
-def test_annotations_storage_does_not_rewrite_unchanged_records(existing):
+def test_annotations_storage_does_not_rewrite_unchanged_records(existing: Any) -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     body = body_with_annotations(**{'kopf.zalando.org/create_fn': existing})
@@ -159,7 +160,7 @@ def test_annotations_storage_does_not_rewrite_unchanged_records(existing):
     assert patch == {}
 
 
-def test_annotations_storage_rewrites_changed_records():
+def test_annotations_storage_rewrites_changed_records() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     body = body_with_annotations(**{'kopf.zalando.org/create_fn': '{"retries":0}'})
@@ -167,7 +168,7 @@ def test_annotations_storage_rewrites_changed_records():
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/create_fn': ENCODED}}}
 
 
-def test_annotations_storage_overrides_an_earlier_change_of_the_same_patch():
+def test_annotations_storage_overrides_an_earlier_change_of_the_same_patch() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     body = body_with_annotations(**{'kopf.zalando.org/create_fn': ENCODED})
@@ -182,7 +183,7 @@ def test_annotations_storage_overrides_an_earlier_change_of_the_same_patch():
     pytest.param({'kopf.zalando.org/' + 'a' * 47: ENCODED, 'kopf.zalando.org/' + 'a' * 39 + '-L2I79Q': '{}'},
                  id='v2-first'),
 ])
-def test_annotations_storage_fetches_the_first_found_key(annotations):
+def test_annotations_storage_fetches_the_first_found_key(annotations: Any) -> None:
     storage = progress.AnnotationsProgressStorage()
     record = storage.fetch(key='a' * 47, body=body_with_annotations(**annotations))
     assert record == json.loads(ENCODED)
@@ -194,12 +195,12 @@ def test_annotations_storage_fetches_the_first_found_key(annotations):
     pytest.param({'kopf.zalando.org/create_fn': 'not json'}, id='invalid-json'),
     pytest.param({'kopf.zalando.org/create_fn': '"a string"'}, id='not-an-object'),
 ])
-def test_annotations_storage_fetches_nothing_if_there_is_no_record(annotations):
+def test_annotations_storage_fetches_nothing_if_there_is_no_record(annotations: Any) -> None:
     storage = progress.AnnotationsProgressStorage()
     assert storage.fetch(key='create_fn', body=body_with_annotations(**annotations)) is None
 
 
-def test_annotations_storage_fetches_the_marked_keys_of_replicasets_of_deployments():
+def test_annotations_storage_fetches_the_marked_keys_of_replicasets_of_deployments() -> None:
     storage = progress.AnnotationsProgressStorage()
     body = bodies.Body({
         'kind': 'ReplicaSet',
@@ -211,7 +212,7 @@ def test_annotations_storage_fetches_the_marked_keys_of_replicasets_of_deploymen
     assert storage.fetch(key='create_fn', body=body) == json.loads(ENCODED)
 
 
-def test_annotations_storage_purges_by_nulling_the_present_keys_only():
+def test_annotations_storage_purges_by_nulling_the_present_keys_only() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     body = body_with_annotations(**{'kopf.zalando.org/' + 'a' * 39 + '-L2I79Q': ENCODED})
@@ -219,7 +220,7 @@ def test_annotations_storage_purges_by_nulling_the_present_keys_only():
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/' + 'a' * 39 + '-L2I79Q': None}}}
 
 
-def test_annotations_storage_purges_the_records_stored_in_the_same_patch():
+def test_annotations_storage_purges_the_records_stored_in_the_same_patch() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.store(key='create_fn', record=RECORD, body=body_with_annotations(), patch=patch)
@@ -227,35 +228,35 @@ def test_annotations_storage_purges_the_records_stored_in_the_same_patch():
     assert patch == {}
 
 
-def test_annotations_storage_touches_with_the_value():
+def test_annotations_storage_touches_with_the_value() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.touch(body=body_with_annotations(), patch=patch, value='2026-11-22T08:14:26.515992+00:00')
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/touch-dummy': '2026-11-22T08:14:26.515992+00:00'}}}
 
 
-def test_annotations_storage_untouches_by_nulling_the_present_dummy():
+def test_annotations_storage_untouches_by_nulling_the_present_dummy() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.touch(body=body_with_annotations(**{'kopf.zalando.org/touch-dummy': 'x'}), patch=patch, value=None)
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/touch-dummy': None}}}
 
 
-def test_annotations_storage_does_not_untouch_the_absent_dummy():
+def test_annotations_storage_does_not_untouch_the_absent_dummy() -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     storage.touch(body=body_with_annotations(), patch=patch, value=None)
     assert patch == {}
 
 
-def test_annotations_storage_touches_with_a_custom_key():
+def test_annotations_storage_touches_with_a_custom_key() -> None:
     storage = progress.AnnotationsProgressStorage(prefix='my-op.example.com', touch_key='poke')
     patch = patches.Patch()
     storage.touch(body=body_with_annotations(), patch=patch, value='x')
     assert patch == {'metadata': {'annotations': {'my-op.example.com/poke': 'x'}}}
 
 
-def test_annotations_storage_clears_its_prefixed_annotations_from_essences():
+def test_annotations_storage_clears_its_prefixed_annotations_from_essences() -> None:
     storage = progress.AnnotationsProgressStorage(prefix='my-op.example.com')
     essence = {'spec': {}, 'metadata': {'annotations': {'my-op.example.com/fn': ENCODED, 'other/x': 'y'}}}
     cleared = storage.clear(essence=essence)
@@ -263,7 +264,7 @@ def test_annotations_storage_clears_its_prefixed_annotations_from_essences():
     assert essence['metadata']['annotations']['my-op.example.com/fn'] == ENCODED
 
 
-def test_annotations_storage_clears_the_stanzas_left_empty():
+def test_annotations_storage_clears_the_stanzas_left_empty() -> None:
     storage = progress.AnnotationsProgressStorage()
     essence = {'spec': {}, 'metadata': {'annotations': {'kopf.zalando.org/fn': ENCODED}}}
     assert storage.clear(essence=essence) == {'spec': {}}
@@ -284,7 +285,7 @@ FULL_STATUS_RECORD = {
 }
 
 
-def test_status_storage_stores_objects_with_nulls():
+def test_status_storage_stores_objects_with_nulls() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     storage.store(key='parent/child1', record={'started': RECORD['started']}, body=bodies.Body({}), patch=patch)
@@ -294,7 +295,7 @@ def test_status_storage_stores_objects_with_nulls():
     }}}}}
 
 
-def test_status_storage_stores_in_the_fixed_key_order():
+def test_status_storage_stores_in_the_fixed_key_order() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     storage.store(key='fn', record=dict(reversed(list(RECORD.items()))), body=bodies.Body({}), patch=patch)  # type: ignore[arg-type]
@@ -307,12 +308,12 @@ def test_status_storage_stores_in_the_fixed_key_order():
     pytest.param({'field': 'status.my-operator'}, ('status', 'my-operator'), id='field'),
     pytest.param({'field': ('status', 'a.b')}, ('status', 'a.b'), id='tuple-field'),
 ])
-def test_status_storage_uses_the_configured_field(kwargs, path):
+def test_status_storage_uses_the_configured_field(kwargs: Any, path: Any) -> None:
     storage = progress.StatusProgressStorage(**kwargs)
     assert storage.field == path
 
 
-def test_status_storage_fetches_the_records_by_raw_ids():
+def test_status_storage_fetches_the_records_by_raw_ids() -> None:
     storage = progress.StatusProgressStorage()
     body = bodies.Body({'status': {'kopf': {'progress': {'fn/spec.field': FULL_STATUS_RECORD}}}})
     assert storage.fetch(key='fn/spec.field', body=body) == FULL_STATUS_RECORD
@@ -323,12 +324,12 @@ def test_status_storage_fetches_the_records_by_raw_ids():
     pytest.param({'status': None}, id='null-status'),
     pytest.param({'status': {'kopf': {'progress': {'other': {}}}}}, id='other-id'),
 ])
-def test_status_storage_fetches_nothing_if_there_is_no_record(raw):
+def test_status_storage_fetches_nothing_if_there_is_no_record(raw: Any) -> None:
     storage = progress.StatusProgressStorage()
     assert storage.fetch(key='fn', body=bodies.Body(raw)) is None
 
 
-def test_status_storage_does_not_rewrite_unchanged_records():
+def test_status_storage_does_not_rewrite_unchanged_records() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     body = bodies.Body({'status': {'kopf': {'progress': {'fn': FULL_STATUS_RECORD}}}})
@@ -336,14 +337,14 @@ def test_status_storage_does_not_rewrite_unchanged_records():
     assert patch == {}
 
 
-def test_status_storage_purges_by_nulling_the_present_records():
+def test_status_storage_purges_by_nulling_the_present_records() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     storage.purge(key='fn', body=bodies.Body({'status': {'kopf': {'progress': {'fn': {}}}}}), patch=patch)
     assert patch == {'status': {'kopf': {'progress': {'fn': None}}}}
 
 
-def test_status_storage_purges_absent_records_by_dropping_them_from_the_patch():
+def test_status_storage_purges_absent_records_by_dropping_them_from_the_patch() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     storage.store(key='fn', record=RECORD, body=bodies.Body({}), patch=patch)
@@ -351,20 +352,20 @@ def test_status_storage_purges_absent_records_by_dropping_them_from_the_patch():
     assert patch == {}
 
 
-def test_status_storage_touches_its_dummy_field():
+def test_status_storage_touches_its_dummy_field() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
     storage.touch(body=bodies.Body({}), patch=patch, value='x')
     assert patch == {'status': {'kopf': {'dummy': 'x'}}}
 
 
-def test_status_storage_clears_its_field_from_essences():
+def test_status_storage_clears_its_field_from_essences() -> None:
     storage = progress.StatusProgressStorage()
-    essence = {'spec': {}, 'status': {'kopf': {'progress': {'fn': {}}}}}
+    essence: dict[str, Any] = {'spec': {}, 'status': {'kopf': {'progress': {'fn': {}}}}}
     assert storage.clear(essence=essence) == {'spec': {}}
 
 
-def test_status_storage_keeps_other_status_fields_in_essences():
+def test_status_storage_keeps_other_status_fields_in_essences() -> None:
     storage = progress.StatusProgressStorage()
     essence = {'status': {'phase': 'x', 'kopf': {'progress': {'fn': {}}}}}
     assert storage.clear(essence=essence) == {'status': {'phase': 'x'}}
@@ -372,7 +373,7 @@ def test_status_storage_keeps_other_status_fields_in_essences():
 
 # Multi & smart storages.
 
-def test_multi_storage_stores_in_all_storages():
+def test_multi_storage_stores_in_all_storages() -> None:
     storage = progress.MultiProgressStorage([
         progress.AnnotationsProgressStorage(prefix='my-op.example.com'),
         progress.StatusProgressStorage(field='status.my-operator'),
@@ -388,21 +389,21 @@ def test_multi_storage_stores_in_all_storages():
                   'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 1, id='first-storage-wins'),
     pytest.param({'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 2, id='second-storage-fallback'),
 ])
-def test_multi_storage_fetches_from_the_first_storage_with_a_record(raw, expected_retries):
+def test_multi_storage_fetches_from_the_first_storage_with_a_record(raw: Any, expected_retries: Any) -> None:
     storage = progress.MultiProgressStorage([progress.AnnotationsProgressStorage(), progress.StatusProgressStorage()])
     record = storage.fetch(key='fn', body=bodies.Body(raw))
     assert record is not None
     assert record['retries'] == expected_retries
 
 
-def test_smart_storage_writes_only_the_annotations():
+def test_smart_storage_writes_only_the_annotations() -> None:
     storage = progress.SmartProgressStorage()
     patch = patches.Patch()
     storage.store(key='create_fn', record=RECORD, body=bodies.Body({}), patch=patch)
     assert patch == {'metadata': {'annotations': {'kopf.zalando.org/create_fn': ENCODED}}}
 
 
-def test_smart_storage_touches_only_the_annotations():
+def test_smart_storage_touches_only_the_annotations() -> None:
     storage = progress.SmartProgressStorage()
     patch = patches.Patch()
     storage.touch(body=bodies.Body({}), patch=patch, value='x')
@@ -414,13 +415,13 @@ def test_smart_storage_touches_only_the_annotations():
                   'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 1, id='annotations-first'),
     pytest.param({'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 2, id='status-fallback'),
 ])
-def test_smart_storage_reads_the_annotations_then_the_status(raw, expected_retries):
+def test_smart_storage_reads_the_annotations_then_the_status(raw: Any, expected_retries: Any) -> None:
     record = progress.SmartProgressStorage().fetch(key='fn', body=bodies.Body(raw))
     assert record is not None
     assert record['retries'] == expected_retries
 
 
-def test_smart_storage_purges_both_the_annotations_and_the_existing_status_entries():
+def test_smart_storage_purges_both_the_annotations_and_the_existing_status_entries() -> None:
     storage = progress.SmartProgressStorage()
     patch = patches.Patch()
     body = bodies.Body({
@@ -435,7 +436,7 @@ def test_smart_storage_purges_both_the_annotations_and_the_existing_status_entri
     }
 
 
-def test_smart_storage_clears_both_the_annotations_and_the_status_from_essences():
+def test_smart_storage_clears_both_the_annotations_and_the_status_from_essences() -> None:
     storage = progress.SmartProgressStorage()
     essence = {
         'spec': {},
@@ -445,7 +446,7 @@ def test_smart_storage_clears_both_the_annotations_and_the_status_from_essences(
     assert storage.clear(essence=essence) == {'spec': {}, 'metadata': {'annotations': {'other/x': 'y'}}}
 
 
-def test_smart_storage_passes_its_options_to_its_storages():
+def test_smart_storage_passes_its_options_to_its_storages() -> None:
     storage = progress.SmartProgressStorage(name='op', prefix='my-op.example.com', touch_key='poke', v1=False)
     assert storage.annotations.prefix == 'my-op.example.com'
     assert storage.annotations.touch_key == 'poke'

@@ -1,6 +1,8 @@
 """
 Bodies as read-only live views over a raw dict; the raw dicts are real, nothing is mocked.
 """
+from typing import Any
+
 import pytest
 
 from kopf._cogs.structs import bodies
@@ -22,19 +24,19 @@ RAW = {
 }
 
 
-def test_body_gives_the_raw_content():
+def test_body_gives_the_raw_content() -> None:
     body = bodies.Body(RAW)
     assert body == RAW
     assert body['kind'] == 'KopfExample'
 
 
-def test_body_is_read_only():
+def test_body_is_read_only() -> None:
     body = bodies.Body({})
     with pytest.raises(TypeError):
         body['spec'] = {}  # type: ignore[index]
 
 
-def test_body_is_shown_as_its_raw_dict():
+def test_body_is_shown_as_its_raw_dict() -> None:
     assert repr(bodies.Body({'spec': {}})) == "{'spec': {}}"
 
 
@@ -44,12 +46,12 @@ def test_body_is_shown_as_its_raw_dict():
     pytest.param('meta', RAW['metadata'], id='meta'),
     pytest.param('metadata', RAW['metadata'], id='metadata'),
 ])
-def test_body_stanzas_are_views_of_the_raw_stanzas(attr, expected):
+def test_body_stanzas_are_views_of_the_raw_stanzas(attr: Any, expected: Any) -> None:
     body = bodies.Body(RAW)
     assert getattr(body, attr) == expected
 
 
-def test_meta_and_metadata_are_the_same_view():
+def test_meta_and_metadata_are_the_same_view() -> None:
     body = bodies.Body(RAW)
     assert body.meta is body.metadata
 
@@ -61,22 +63,22 @@ def test_meta_and_metadata_are_the_same_view():
     pytest.param('creation_timestamp', '2026-11-22T08:14:26Z', id='creation_timestamp'),
     pytest.param('deletion_timestamp', '2026-11-22T09:00:00Z', id='deletion_timestamp'),
 ])
-def test_meta_shortcuts_give_the_metadata_fields(attr, expected):
+def test_meta_shortcuts_give_the_metadata_fields(attr: Any, expected: Any) -> None:
     assert getattr(bodies.Body(RAW).meta, attr) == expected
 
 
 @pytest.mark.parametrize('attr', ['uid', 'name', 'namespace', 'creation_timestamp', 'deletion_timestamp'])
-def test_meta_shortcuts_of_absent_fields_are_none(attr):
+def test_meta_shortcuts_of_absent_fields_are_none(attr: Any) -> None:
     assert getattr(bodies.Body({}).meta, attr) is None
 
 
-def test_meta_labels_and_annotations_are_views():
+def test_meta_labels_and_annotations_are_views() -> None:
     meta = bodies.Body(RAW).meta
     assert meta.labels == {'somelabel': 'somevalue'}
     assert meta.annotations == {'someannotation': 'somevalue'}
 
 
-def test_absent_stanzas_are_empty():
+def test_absent_stanzas_are_empty() -> None:
     body = bodies.Body({})
     assert body.spec == {}
     assert body.status == {}
@@ -84,7 +86,7 @@ def test_absent_stanzas_are_empty():
     assert body.meta.annotations == {}
 
 
-def test_views_reflect_the_replacements_of_the_raw_body():
+def test_views_reflect_the_replacements_of_the_raw_body() -> None:
     body = bodies.Body({'spec': {'field': 'old'}, 'metadata': {'labels': {'a': 'old'}}})
     spec, labels = body.spec, body.meta.labels
     body._replace_with({'spec': {'field': 'new'}, 'metadata': {'labels': {'a': 'new'}}})
@@ -93,14 +95,14 @@ def test_views_reflect_the_replacements_of_the_raw_body():
     assert body['spec'] == {'field': 'new'}
 
 
-def test_views_reflect_the_in_place_changes_of_the_raw_body():
-    raw: dict = {}
+def test_views_reflect_the_in_place_changes_of_the_raw_body() -> None:
+    raw: dict[str, Any] = {}
     body = bodies.Body(raw)
     raw['status'] = {'phase': 'new'}
     assert body.status == {'phase': 'new'}
 
 
-def test_raw_bodies_are_taken_from_bodies_without_copying():
-    raw = {'spec': {}}
+def test_raw_bodies_are_taken_from_bodies_without_copying() -> None:
+    raw: dict[str, Any] = {'spec': {}}
     assert bodies.as_raw(bodies.Body(raw)) is raw
     assert bodies.as_raw(raw) is raw

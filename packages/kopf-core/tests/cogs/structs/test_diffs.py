@@ -1,32 +1,34 @@
 """
 Diffs of JSON-like values and their reduction to fields, as seen by handlers.
 """
+from typing import Any
+
 import pytest
 
 from kopf._cogs.structs import diffs
 from kopf._cogs.structs.diffs import DiffItem, DiffOperation
 
 
-def test_operations_are_strings():
-    assert DiffOperation.ADD == 'add'
-    assert DiffOperation.CHANGE == 'change'
-    assert DiffOperation.REMOVE == 'remove'
+def test_operations_are_strings() -> None:
+    assert DiffOperation.ADD == 'add'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
+    assert DiffOperation.CHANGE == 'change'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
+    assert DiffOperation.REMOVE == 'remove'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
     assert str(DiffOperation.ADD) == 'add'
     assert repr(DiffOperation.ADD) == "'add'"
 
 
-def test_items_expose_the_operation_as_op():
+def test_items_expose_the_operation_as_op() -> None:
     item = DiffItem(DiffOperation.ADD, ('spec',), None, 1)
     assert item.op is DiffOperation.ADD
     assert item.operation is DiffOperation.ADD
 
 
-def test_items_are_shown_as_plain_tuples():
+def test_items_are_shown_as_plain_tuples() -> None:
     item = DiffItem(DiffOperation.ADD, ('spec',), None, 1)
     assert repr(item) == "('add', ('spec',), None, 1)"
 
 
-def test_diffs_are_shown_as_tuples_of_tuples():
+def test_diffs_are_shown_as_tuples_of_tuples() -> None:
     d = diffs.diff({'a': 1}, {'a': 2})
     assert repr(d) == "(('change', ('a',), 1, 2),)"
 
@@ -37,7 +39,7 @@ def test_diffs_are_shown_as_tuples_of_tuples():
     pytest.param([['change', ['a'], 1, 2]], id='list-of-lists'),
     pytest.param([(DiffOperation.CHANGE, ('a',), 1, 2)], id='enums'),
 ])
-def test_diffs_equal_plain_sequences_of_the_same_items(other):
+def test_diffs_equal_plain_sequences_of_the_same_items(other: Any) -> None:
     assert diffs.diff({'a': 1}, {'a': 2}) == other
 
 
@@ -48,18 +50,18 @@ def test_diffs_equal_plain_sequences_of_the_same_items(other):
     pytest.param('change', id='string'),
     pytest.param([1, 2], id='non-items'),
 ])
-def test_diffs_differ_from_other_sequences(other):
+def test_diffs_differ_from_other_sequences(other: Any) -> None:
     assert diffs.diff({'a': 1}, {'a': 2}) != other
 
 
-def test_diffs_are_sequences():
+def test_diffs_are_sequences() -> None:
     d = diffs.diff({'a': 1, 'b': 1}, {'a': 2, 'b': 2})
     assert len(d) == 2
     assert d[0] == ('change', ('a',), 1, 2)
     assert list(d[1:]) == [('change', ('b',), 1, 2)]
 
 
-def test_equal_values_have_an_empty_diff():
+def test_equal_values_have_an_empty_diff() -> None:
     assert diffs.diff({'a': [1, {'b': 2}]}, {'a': [1, {'b': 2}]}) == []
 
 
@@ -70,11 +72,11 @@ def test_equal_values_have_an_empty_diff():
     pytest.param('x', {'a': 1}, [('change', (), 'x', {'a': 1})], id='scalar-to-dict'),
     pytest.param([1], [1, 2], [('change', (), [1], [1, 2])], id='lists-as-whole-values'),
 ])
-def test_root_values_are_diffed_as_whole(a, b, expected):
+def test_root_values_are_diffed_as_whole(a: Any, b: Any, expected: Any) -> None:
     assert diffs.diff(a, b) == expected
 
 
-def test_dicts_are_diffed_recursively_with_the_manual_example():
+def test_dicts_are_diffed_recursively_with_the_manual_example() -> None:
     old = {'metadata': {'labels': {'label2': 'old-value', 'label3': 'old-value'}}, 'spec': {'size': '1G'}}
     new = {'metadata': {'labels': {'label1': 'new-value', 'label2': 'new-value'}}, 'spec': {'size': '2G'}}
     assert diffs.diff(old, new) == [
@@ -85,19 +87,19 @@ def test_dicts_are_diffed_recursively_with_the_manual_example():
     ]
 
 
-def test_keys_going_from_none_to_a_value_are_added():
+def test_keys_going_from_none_to_a_value_are_added() -> None:
     assert diffs.diff({'a': None}, {'a': 1}) == [('add', ('a',), None, 1)]
 
 
-def test_keys_going_from_a_value_to_none_are_removed():
+def test_keys_going_from_a_value_to_none_are_removed() -> None:
     assert diffs.diff({'a': 1}, {'a': None}) == [('remove', ('a',), 1, None)]
 
 
-def test_new_sub_dicts_are_added_as_a_whole():
+def test_new_sub_dicts_are_added_as_a_whole() -> None:
     assert diffs.diff({}, {'spec': {'a': 1}}) == [('add', ('spec',), None, {'a': 1})]
 
 
-def test_diffs_are_prefixed_with_the_path():
+def test_diffs_are_prefixed_with_the_path() -> None:
     assert diffs.diff(1, 2, path=('spec', 'x')) == [('change', ('spec', 'x'), 1, 2)]
 
 
@@ -114,7 +116,7 @@ def test_diffs_are_prefixed_with_the_path():
     ], id='exact-field'),
     pytest.param(('spec', 'other'), [], id='unrelated-field'),
 ])
-def test_reducing_relates_the_items_to_the_field(path, expected):
+def test_reducing_relates_the_items_to_the_field(path: Any, expected: Any) -> None:
     d = diffs.Diff([
         ('add', ('metadata', 'labels', 'label1'), None, 'new-value'),
         ('change', ('spec', 'size'), '1G', '2G'),
@@ -122,7 +124,7 @@ def test_reducing_relates_the_items_to_the_field(path, expected):
     assert diffs.reduce(d, path) == expected
 
 
-def test_reducing_accepts_dotted_fields():
+def test_reducing_accepts_dotted_fields() -> None:
     d = diffs.Diff([('change', ('spec', 'size'), '1G', '2G')])
     assert diffs.reduce(d, 'spec.size') == [('change', (), '1G', '2G')]
 
@@ -139,5 +141,5 @@ def test_reducing_accepts_dotted_fields():
     pytest.param(('change', ('spec',), 'string', {'struct': 1}),
                  [('add', (), None, 1)], id='ancestor-was-not-a-dict'),
 ])
-def test_reducing_re_diffs_the_field_within_its_changed_ancestors(item, expected):
+def test_reducing_re_diffs_the_field_within_its_changed_ancestors(item: Any, expected: Any) -> None:
     assert diffs.reduce(diffs.Diff([item]), 'spec.struct') == expected

@@ -23,13 +23,13 @@ def remove_finalizer(body: dict[str, Any], /, name: str = 'my-operator/cleanup')
         finalizers.remove(name)
 
 
-def test_patches_are_dicts():
+def test_patches_are_dicts() -> None:
     patch = patches.Patch({'spec': {'x': 1}})
     assert isinstance(patch, dict)
     assert patch == {'spec': {'x': 1}}
 
 
-def test_sections_are_created_on_writing():
+def test_sections_are_created_on_writing() -> None:
     patch = patches.Patch()
     patch.spec['greeting'] = 'hello'
     patch.status['state'] = 'initialized'
@@ -42,7 +42,7 @@ def test_sections_are_created_on_writing():
     }
 
 
-def test_sections_are_not_created_on_reading():
+def test_sections_are_not_created_on_reading() -> None:
     patch = patches.Patch()
     assert dict(patch.spec) == {}
     assert 'x' not in patch.status
@@ -51,32 +51,32 @@ def test_sections_are_not_created_on_reading():
     assert not patch
 
 
-def test_nones_are_kept_to_delete_the_fields_on_merging():
+def test_nones_are_kept_to_delete_the_fields_on_merging() -> None:
     patch = patches.Patch()
     patch.spec['obsoleteField'] = None
     assert patch == {'spec': {'obsoleteField': None}}
 
 
-def test_deleting_from_a_section_removes_it_from_the_patch_with_empty_parents():
+def test_deleting_from_a_section_removes_it_from_the_patch_with_empty_parents() -> None:
     patch = patches.Patch()
     patch.meta.annotations['key'] = 'value'
     del patch.meta.annotations['key']
     assert patch == {}
 
 
-def test_deleting_an_absent_key_from_a_section_raises():
+def test_deleting_an_absent_key_from_a_section_raises() -> None:
     patch = patches.Patch()
     with pytest.raises(KeyError):
         del patch.spec['absent']
 
 
-def test_sections_follow_the_dict_content():
+def test_sections_follow_the_dict_content() -> None:
     patch = patches.Patch()
     patch['spec'] = {'x': 1}
     assert patch.spec['x'] == 1
 
 
-def test_meta_and_metadata_are_the_same_section():
+def test_meta_and_metadata_are_the_same_section() -> None:
     patch = patches.Patch()
     assert patch.meta is patch.metadata
 
@@ -87,13 +87,13 @@ def test_meta_and_metadata_are_the_same_section():
     pytest.param({}, [add_finalizer], True, id='fns'),
     pytest.param({'spec': {'x': 1}}, [add_finalizer], True, id='both'),
 ])
-def test_patches_are_true_if_they_have_anything_to_apply(content, fns, expected):
+def test_patches_are_true_if_they_have_anything_to_apply(content: Any, fns: Any, expected: Any) -> None:
     patch = patches.Patch(content)
     patch.fns.extend(fns)
     assert bool(patch) is expected
 
 
-def test_clearing_keeps_the_functions():
+def test_clearing_keeps_the_functions() -> None:
     patch = patches.Patch({'spec': {'x': 1}})
     patch.fns.append(add_finalizer)
     patch.clear()
@@ -102,7 +102,7 @@ def test_clearing_keeps_the_functions():
     assert patch
 
 
-def test_merge_patches_are_detached_from_the_patch():
+def test_merge_patches_are_detached_from_the_patch() -> None:
     patch = patches.Patch({'spec': {'x': 1}})
     patch.fns.append(add_finalizer)
     merge = patch.as_merge_patch()
@@ -117,7 +117,7 @@ def test_merge_patches_are_detached_from_the_patch():
     pytest.param(copy.deepcopy, id='deepcopy'),
     pytest.param(patches.Patch, id='constructor'),
 ])
-def test_copies_keep_the_content_and_the_functions(copier):
+def test_copies_keep_the_content_and_the_functions(copier: Any) -> None:
     patch = patches.Patch({'spec': {'x': 1}})
     patch.fns.append(add_finalizer)
     copied = copier(patch)
@@ -134,13 +134,13 @@ def test_copies_keep_the_content_and_the_functions(copier):
     pytest.param({'a': [1, 2]}, {'a': [3]}, {'a': [3]}, id='lists-replaced'),
     pytest.param({'a': 'x'}, {'a': {'b': None, 'c': 1}}, {'a': {'c': 1}}, id='non-dict-replaced-by-dict'),
 ])
-def test_merge_patches_are_applied_as_rfc7386(target, patch, expected):
+def test_merge_patches_are_applied_as_rfc7386(target: Any, patch: Any, expected: Any) -> None:
     original = copy.deepcopy(target)
     assert patches.apply_merge_patch(target, patch) == expected
     assert target == original
 
 
-def test_merge_content_converts_to_json_patch_operations_for_a_body():
+def test_merge_content_converts_to_json_patch_operations_for_a_body() -> None:
     body = {'metadata': {'labels': {'a': '1', 'b': '2'}}, 'spec': {'x': 1}}
     patch = patches.Patch({
         'metadata': {'labels': {'a': None, 'b': '3', 'c': '4', 'x/y': None}},
@@ -156,7 +156,7 @@ def test_merge_content_converts_to_json_patch_operations_for_a_body():
     ]
 
 
-def test_merge_content_converts_against_the_body_given_at_creation():
+def test_merge_content_converts_against_the_body_given_at_creation() -> None:
     patch = patches.Patch({'spec': {'x': 2}}, body={'spec': {'x': 1}})
     assert patch.as_json_patch() == [{'op': 'replace', 'path': '/spec/x', 'value': 2}]
 
@@ -164,7 +164,7 @@ def test_merge_content_converts_against_the_body_given_at_creation():
 BODY = {'metadata': {'name': 'n', 'resourceVersion': '123', 'finalizers': ['other']}, 'spec': {'x': 1}}
 
 
-def test_functions_are_turned_into_operations_after_a_resource_version_test():
+def test_functions_are_turned_into_operations_after_a_resource_version_test() -> None:
     ops = patches.build_json_patch(BODY, [add_finalizer])
     assert ops == [
         {'op': 'test', 'path': '/metadata/resourceVersion', 'value': '123'},
@@ -172,28 +172,28 @@ def test_functions_are_turned_into_operations_after_a_resource_version_test():
     ]
 
 
-def test_functions_get_a_deep_copy_of_the_body():
+def test_functions_get_a_deep_copy_of_the_body() -> None:
     body = copy.deepcopy(BODY)
     patches.build_json_patch(body, [add_finalizer, lambda b: b['spec'].clear()])
     assert body == BODY
 
 
-def test_functions_changing_nothing_produce_no_operations_at_all():
-    body = copy.deepcopy(BODY)
+def test_functions_changing_nothing_produce_no_operations_at_all() -> None:
+    body: Any = copy.deepcopy(BODY)
     body['metadata']['finalizers'].append('my-operator/cleanup')
     assert patches.build_json_patch(body, [add_finalizer]) == []
 
 
-def test_no_functions_produce_no_operations():
+def test_no_functions_produce_no_operations() -> None:
     assert patches.build_json_patch(BODY, []) == []
 
 
-def test_functions_are_applied_in_order_on_the_same_copy():
+def test_functions_are_applied_in_order_on_the_same_copy() -> None:
     ops = patches.build_json_patch(BODY, [add_finalizer, remove_finalizer])
     assert ops == []
 
 
-def test_functions_recalculated_against_a_fresher_body_address_its_list():
+def test_functions_recalculated_against_a_fresher_body_address_its_list() -> None:
     # A conflict: the first attempt was computed for an outdated body; the retry uses the fresh one.
     fresh = {'metadata': {'resourceVersion': '124', 'finalizers': ['other', 'my-operator/cleanup', 'third']}}
     ops = patches.build_json_patch(fresh, [remove_finalizer])
@@ -203,7 +203,7 @@ def test_functions_recalculated_against_a_fresher_body_address_its_list():
     ]
 
 
-def test_removing_all_copies_of_a_list_item_goes_from_the_end():
+def test_removing_all_copies_of_a_list_item_goes_from_the_end() -> None:
     body = {'metadata': {'resourceVersion': '1', 'finalizers': ['x', 'a', 'x', 'b', 'x']}}
     ops = patches.build_json_patch(body, [functools.partial(remove_finalizer, name='x')])
     assert ops == [
@@ -214,18 +214,18 @@ def test_removing_all_copies_of_a_list_item_goes_from_the_end():
     ]
 
 
-def test_creating_an_absent_list_adds_it_as_a_whole():
+def test_creating_an_absent_list_adds_it_as_a_whole() -> None:
     body = {'metadata': {'resourceVersion': '1'}}
     ops = patches.build_json_patch(body, [add_finalizer])
     assert ops[1:] == [{'op': 'add', 'path': '/metadata/finalizers', 'value': ['my-operator/cleanup']}]
 
 
-def test_bodies_without_resource_versions_get_no_test_operation():
+def test_bodies_without_resource_versions_get_no_test_operation() -> None:
     ops = patches.build_json_patch({'spec': {}}, [lambda b: b['spec'].update(x=1)])
     assert ops == [{'op': 'add', 'path': '/spec/x', 'value': 1}]
 
 
-def test_keys_are_escaped_in_the_operation_paths():
+def test_keys_are_escaped_in_the_operation_paths() -> None:
     def annotate(body: dict[str, Any]) -> None:
         body['metadata'].setdefault('annotations', {})['kopf.zalando.org/a~b'] = 'v'
     ops = patches.build_json_patch({'metadata': {'annotations': {}}}, [annotate])
@@ -245,7 +245,7 @@ def test_keys_are_escaped_in_the_operation_paths():
                  [{'op': 'remove', 'path': '/spec/v/1'}, {'op': 'remove', 'path': '/spec/v/0'},
                   {'op': 'add', 'path': '/spec/v/0', 'value': 'c'}], id='list-items-replaced'),
 ])
-def test_value_changes_are_turned_into_minimal_operations(old, new, expected):
+def test_value_changes_are_turned_into_minimal_operations(old: Any, new: Any, expected: Any) -> None:
     def transform(body: dict[str, Any]) -> None:
         body['spec']['v'] = copy.deepcopy(new)
     assert patches.build_json_patch({'spec': {'v': old}}, [transform]) == expected
@@ -277,7 +277,7 @@ def _apply_json_patch(body: Any, ops: list[dict[str, Any]]) -> Any:
     pytest.param([], ['a', 'b'], id='from-empty'),
     pytest.param(['a', 'b'], [], id='to-empty'),
 ])
-def test_operations_reproduce_the_transformed_body(old, new):
+def test_operations_reproduce_the_transformed_body(old: Any, new: Any) -> None:
     body = {'metadata': {'resourceVersion': '1'}, 'spec': {'v': old, 'keep': True}}
     def transform(raw: dict[str, Any]) -> None:
         raw['spec']['v'] = copy.deepcopy(new)
