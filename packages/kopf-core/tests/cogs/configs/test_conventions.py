@@ -26,7 +26,8 @@ def forming() -> Any:
     pytest.param('x' * 60 + '/abc', '1ec53cc2', '-HsU8wg', id='x60-slash'),
     pytest.param('x' * 60 + '.abc', '0d5fa10d', '-DV-hDQ', id='x60-dot'),
 ])
-def test_suffixes_are_blake2b_with_a_native_4_byte_digest_in_safe_base64(key: str, blake2b_hex: str, suffix: str) -> None:
+def test_suffixes_are_blake2b_with_a_native_4_byte_digest_in_safe_base64(
+        key: str, blake2b_hex: str, suffix: str) -> None:
     assert hashlib.blake2b(key.encode('utf-8'), digest_size=4).hexdigest() == blake2b_hex
     assert conventions.make_suffix(key) == suffix
 
