@@ -75,18 +75,18 @@ _LAZY = {
     'login_with_service_account': ('kopf_client', 'login_with_service_account', 'kopf-client'),
     'login_via_pykube': ('kopf_client', 'login_via_pykube', 'kopf-client[full-auth]'),
     'login_via_client': ('kopf_client', 'login_via_client', 'kopf-client[full-auth]'),
-    'cli': ('kopf_cli', None, 'kopf-cli'),
     'WebhookServer': ('kopf_webhooks', 'WebhookServer', 'kopf-webhooks'),
     'WebhookK3dServer': ('kopf_webhooks', 'WebhookK3dServer', 'kopf-webhooks'),
     'WebhookMinikubeServer': ('kopf_webhooks', 'WebhookMinikubeServer', 'kopf-webhooks'),
     'WebhookAutoServer': ('kopf_webhooks', 'WebhookAutoServer', 'kopf-webhooks'),
     'WebhookNgrokTunnel': ('kopf_webhooks', 'WebhookNgrokTunnel', 'kopf-webhooks[ngrok]'),
     'WebhookAutoTunnel': ('kopf_webhooks', 'WebhookAutoTunnel', 'kopf-webhooks'),
-    'testing': ('kopf_testing', None, 'kopf-testing'),
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name in ('cli', 'testing'):  # real submodules, which import their add-on packages
+        return importlib.import_module(f'kopf.{name}')
     if name not in _LAZY:
         raise AttributeError(f"module 'kopf' has no attribute {name!r}")
     module_name, attr, package = _LAZY[name]

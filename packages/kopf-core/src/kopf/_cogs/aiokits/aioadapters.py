@@ -26,7 +26,8 @@ async def wait_flag(flag: Optional[Flag]) -> Any:
         await flag.wait()
         return None
     if isinstance(flag, concurrent.futures.Future):
-        return await asyncio.wrap_future(flag)
+        # Shielded: cancelling the wait must not cancel the caller's future (wrap_future would).
+        return await asyncio.shield(asyncio.wrap_future(flag))
     if isinstance(flag, threading.Event):
         loop = asyncio.get_running_loop()
         while not flag.is_set():  # poll in a thread, so that cancellation stays possible

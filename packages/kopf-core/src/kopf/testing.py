@@ -1,0 +1,17 @@
+"""
+Testing tools for operators: ``from kopf.testing import KopfRunner``.
+
+They live in the ``kopf-testing`` package; this module makes them importable
+under the documented name, and says what to install when it is missing.
+"""
+import importlib
+from typing import Any
+
+try:
+    _implementation: Any = importlib.import_module('kopf_testing')
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    raise ImportError("kopf.testing needs the 'kopf-testing' package: pip install kopf-testing") from e
+
+KopfRunner = _implementation.KopfRunner
+
+__all__ = ['KopfRunner']
