@@ -14,6 +14,7 @@ a 401 with the same token; they will see it themselves on their next attempt.
 """
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import dataclasses
@@ -52,6 +53,10 @@ def make_session(info: clients.ConnectionInfo, *, headers: Optional[Mapping[str,
         all_headers['Authorization'] = f'Basic {base64.b64encode(pair).decode("ascii")}'
     connector = aiohttp.TCPConnector(limit=0, ssl=_tls.make_ssl_context(info))
     return aiohttp.ClientSession(connector=connector, headers=all_headers)
+
+
+# How long to let the closed TLS connections shut down (aiohttp's own advice for graceful exits).
+TLS_CLOSING_GRACE = 0.25
 
 
 @dataclasses.dataclass(eq=False)
@@ -104,6 +109,10 @@ class SessionPool:
         self._retired.clear()
         for entry in entries:
             await entry.session.close()
+        if entries:
+            # TLS transports finish closing in the next iterations of the loop; without this
+            # pause, a loop closed right after the client leaves them unclosed (ResourceWarning).
+            await asyncio.sleep(TLS_CLOSING_GRACE)
 
     async def _acquire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> _Entry:
         if self._closed:

@@ -86,8 +86,8 @@ def run(
     except KeyboardInterrupt:
         pass  # the second Ctrl-C: exit without waiting for anything
     else:
-        if own_loop:
-            _finish_hung_tasks(real_loop)
+        _finish_hung_tasks(real_loop)
+        real_loop.run_until_complete(real_loop.shutdown_asyncgens())
     finally:
         if own_loop:
             real_loop.close()
