@@ -16,7 +16,7 @@ class MarkingStorage(conventions.StorageKeyFormingConvention, conventions.Storag
 
 
 @pytest.fixture()
-def forming() -> Any:
+def forming() -> conventions.StorageKeyFormingConvention:
     return conventions.StorageKeyFormingConvention(prefix='kopf.zalando.org', v1=True)
 
 
@@ -27,13 +27,14 @@ def forming() -> Any:
     pytest.param('x' * 60 + '.abc', '0d5fa10d', '-DV-hDQ', id='x60-dot'),
 ])
 def test_suffixes_are_blake2b_with_a_native_4_byte_digest_in_safe_base64(
-        key: str, blake2b_hex: str, suffix: str) -> None:
+        key: str, blake2b_hex: str, suffix: str,
+) -> None:
     assert hashlib.blake2b(key.encode('utf-8'), digest_size=4).hexdigest() == blake2b_hex
     assert conventions.make_suffix(key) == suffix
 
 
 @pytest.mark.parametrize('key', ['create_fn', 'a' * 100, 'x/y/z', 'ünïcödé'])
-def test_suffixes_are_a_dash_and_6_chars_ending_with_a_2_bit_char(key: Any) -> None:
+def test_suffixes_are_a_dash_and_6_chars_ending_with_a_2_bit_char(key: str) -> None:
     suffix = conventions.make_suffix(key)
     assert len(suffix) == 7
     assert suffix[0] == '-'
@@ -45,7 +46,7 @@ def test_suffixes_are_a_dash_and_6_chars_ending_with_a_2_bit_char(key: Any) -> N
     pytest.param('parent/child', 'parent.child', id='slash'),
     pytest.param('fn<lambda>', 'fn_lambda_', id='angle-brackets'),
 ])
-def test_unsafe_characters_are_replaced(key: Any, expected: Any) -> None:
+def test_unsafe_characters_are_replaced(key: str, expected: str) -> None:
     assert conventions.make_safe(key) == expected
 
 
@@ -61,7 +62,9 @@ def test_unsafe_characters_are_replaced(key: Any, expected: Any) -> None:
         'kopf.zalando.org/' + 'x' * 39 + '-DV-hDQ',
     ], id='x60-slash-abc'),
 ])
-def test_keys_match_the_test_vectors(forming: Any, key: Any, expected: Any) -> None:
+def test_keys_match_the_test_vectors(
+        forming: conventions.StorageKeyFormingConvention, key: str, expected: list[str],
+) -> None:
     assert forming.make_keys(key) == expected
 
 
@@ -70,25 +73,25 @@ def test_keys_of_v2_only_are_not_duplicated_as_v1() -> None:
     assert forming.make_keys('a' * 47) == ['kopf.zalando.org/' + 'a' * 47]
 
 
-def test_v2_keys_are_hashed_by_the_name_length_only(forming: Any) -> None:
+def test_v2_keys_are_hashed_by_the_name_length_only(forming: conventions.StorageKeyFormingConvention) -> None:
     assert forming.make_v2_key('a' * 63) == 'kopf.zalando.org/' + 'a' * 63
     assert forming.make_v2_key('a' * 64) == 'kopf.zalando.org/' + 'a' * 56 + conventions.make_suffix('a' * 64)
 
 
-def test_v1_keys_are_hashed_by_the_length_with_the_prefix(forming: Any) -> None:
+def test_v1_keys_are_hashed_by_the_length_with_the_prefix(forming: conventions.StorageKeyFormingConvention) -> None:
     assert forming.make_v1_key('a' * 46) == 'kopf.zalando.org/' + 'a' * 46
     assert forming.make_v1_key('a' * 47) == 'kopf.zalando.org/' + 'a' * 39 + '-L2I79Q'
 
 
-def test_custom_prefixes_are_used(forming: Any) -> None:
+def test_custom_prefixes_are_used(forming: conventions.StorageKeyFormingConvention) -> None:
     forming = conventions.StorageKeyFormingConvention(prefix='my-op.example.com', v1=True)
     assert forming.make_keys('create_fn') == ['my-op.example.com/create_fn']
 
 
 @pytest.mark.parametrize('prefix', ['', None])
-def test_empty_prefixes_are_refused(prefix: Any) -> None:
+def test_empty_prefixes_are_refused(prefix: str | None) -> None:
     with pytest.raises(ValueError):
-        conventions.StorageKeyFormingConvention(prefix=prefix, v1=True)
+        conventions.StorageKeyFormingConvention(prefix=prefix, v1=True)  # type: ignore[arg-type]
 
 
 REPLICASET_OF_DEPLOYMENT = bodies.Body({
@@ -102,7 +105,7 @@ REPLICASET_OF_DEPLOYMENT = bodies.Body({
     pytest.param({'kind': 'ReplicaSet', 'metadata': {'ownerReferences': [{'kind': 'Other'}]}}, id='other-owner'),
     pytest.param({'kind': 'Pod', 'metadata': {'ownerReferences': [{'kind': 'Deployment'}]}}, id='other-kind'),
 ])
-def test_keys_of_other_objects_are_not_marked(raw: Any) -> None:
+def test_keys_of_other_objects_are_not_marked(raw: dict[str, Any]) -> None:
     storage = MarkingStorage(prefix='kopf.zalando.org', v1=True)
     assert storage.make_keys('create_fn', body=bodies.Body(raw)) == ['kopf.zalando.org/create_fn']
 
@@ -117,7 +120,7 @@ def test_keys_of_replicasets_of_deployments_are_marked_before_hashing() -> None:
     ]
 
 
-def test_storages_without_the_marking_convention_do_not_mark(forming: Any) -> None:
+def test_storages_without_the_marking_convention_do_not_mark(forming: conventions.StorageKeyFormingConvention) -> None:
     assert forming.make_keys('create_fn', body=REPLICASET_OF_DEPLOYMENT) == ['kopf.zalando.org/create_fn']
 
 
@@ -128,6 +131,6 @@ def test_storages_without_the_marking_convention_do_not_mark(forming: Any) -> No
     pytest.param({'status': {}}, {}, id='empty-status'),
     pytest.param({'spec': {}, 'status': {'x': None}}, {'spec': {}, 'status': {'x': None}}, id='non-empty-kept'),
 ])
-def test_empty_stanzas_are_removed(d: Any, expected: Any) -> None:
+def test_empty_stanzas_are_removed(d: dict[str, Any], expected: dict[str, Any]) -> None:
     conventions.StorageStanzaCleaner().remove_empty_stanzas(d)
     assert d == expected

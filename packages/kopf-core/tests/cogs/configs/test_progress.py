@@ -5,12 +5,12 @@ Bodies and patches are real; there is no API involved at this level.
 """
 import datetime
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from kopf._cogs.configs import progress
-from kopf._cogs.structs import bodies, patches
+from kopf._cogs.structs import bodies, dicts, patches
 
 RECORD: progress.ProgressRecord = {
     'started': '2026-11-22T08:14:26.515992+00:00',
@@ -80,7 +80,7 @@ def test_naive_timestamps_are_rejected() -> None:
                  datetime.datetime(2026, 11, 22, 8, 14, 26, 515992, tzinfo=datetime.timezone.utc), id='naive'),
     pytest.param(None, None, id='none'),
 ])
-def test_timestamps_are_parsed_as_aware_utc(value: Any, expected: Any) -> None:
+def test_timestamps_are_parsed_as_aware_utc(value: str | None, expected: datetime.datetime | None) -> None:
     parsed = progress.parse_timestamp(value)
     assert parsed == expected
     assert parsed is None or parsed.tzinfo == datetime.timezone.utc
@@ -152,7 +152,7 @@ def test_annotations_storage_stores_nulls_if_verbose() -> None:
     pytest.param(ENCODED, id='same-string'),
     pytest.param(json.dumps(dict(reversed(list(json.loads(ENCODED).items())))), id='same-content-other-form'),
 ])
-def test_annotations_storage_does_not_rewrite_unchanged_records(existing: Any) -> None:
+def test_annotations_storage_does_not_rewrite_unchanged_records(existing: str) -> None:
     storage = progress.AnnotationsProgressStorage()
     patch = patches.Patch()
     body = body_with_annotations(**{'kopf.zalando.org/create_fn': existing})
@@ -183,7 +183,7 @@ def test_annotations_storage_overrides_an_earlier_change_of_the_same_patch() -> 
     pytest.param({'kopf.zalando.org/' + 'a' * 47: ENCODED, 'kopf.zalando.org/' + 'a' * 39 + '-L2I79Q': '{}'},
                  id='v2-first'),
 ])
-def test_annotations_storage_fetches_the_first_found_key(annotations: Any) -> None:
+def test_annotations_storage_fetches_the_first_found_key(annotations: dict[str, str]) -> None:
     storage = progress.AnnotationsProgressStorage()
     record = storage.fetch(key='a' * 47, body=body_with_annotations(**annotations))
     assert record == json.loads(ENCODED)
@@ -195,7 +195,7 @@ def test_annotations_storage_fetches_the_first_found_key(annotations: Any) -> No
     pytest.param({'kopf.zalando.org/create_fn': 'not json'}, id='invalid-json'),
     pytest.param({'kopf.zalando.org/create_fn': '"a string"'}, id='not-an-object'),
 ])
-def test_annotations_storage_fetches_nothing_if_there_is_no_record(annotations: Any) -> None:
+def test_annotations_storage_fetches_nothing_if_there_is_no_record(annotations: dict[str, str]) -> None:
     storage = progress.AnnotationsProgressStorage()
     assert storage.fetch(key='create_fn', body=body_with_annotations(**annotations)) is None
 
@@ -298,7 +298,8 @@ def test_status_storage_stores_objects_with_nulls() -> None:
 def test_status_storage_stores_in_the_fixed_key_order() -> None:
     storage = progress.StatusProgressStorage()
     patch = patches.Patch()
-    storage.store(key='fn', record=dict(reversed(list(RECORD.items()))), body=bodies.Body({}), patch=patch)  # type: ignore[arg-type]
+    reversed_record = cast(progress.ProgressRecord, dict(reversed(list(RECORD.items()))))
+    storage.store(key='fn', record=reversed_record, body=bodies.Body({}), patch=patch)
     assert list(patch['status']['kopf']['progress']['fn']) == list(FULL_STATUS_RECORD)
 
 
@@ -308,7 +309,7 @@ def test_status_storage_stores_in_the_fixed_key_order() -> None:
     pytest.param({'field': 'status.my-operator'}, ('status', 'my-operator'), id='field'),
     pytest.param({'field': ('status', 'a.b')}, ('status', 'a.b'), id='tuple-field'),
 ])
-def test_status_storage_uses_the_configured_field(kwargs: Any, path: Any) -> None:
+def test_status_storage_uses_the_configured_field(kwargs: dict[str, Any], path: dicts.FieldPath) -> None:
     storage = progress.StatusProgressStorage(**kwargs)
     assert storage.field == path
 
@@ -324,7 +325,7 @@ def test_status_storage_fetches_the_records_by_raw_ids() -> None:
     pytest.param({'status': None}, id='null-status'),
     pytest.param({'status': {'kopf': {'progress': {'other': {}}}}}, id='other-id'),
 ])
-def test_status_storage_fetches_nothing_if_there_is_no_record(raw: Any) -> None:
+def test_status_storage_fetches_nothing_if_there_is_no_record(raw: dict[str, Any]) -> None:
     storage = progress.StatusProgressStorage()
     assert storage.fetch(key='fn', body=bodies.Body(raw)) is None
 
@@ -389,7 +390,7 @@ def test_multi_storage_stores_in_all_storages() -> None:
                   'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 1, id='first-storage-wins'),
     pytest.param({'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 2, id='second-storage-fallback'),
 ])
-def test_multi_storage_fetches_from_the_first_storage_with_a_record(raw: Any, expected_retries: Any) -> None:
+def test_multi_storage_fetches_from_the_first_storage_with_a_record(raw: dict[str, Any], expected_retries: int) -> None:
     storage = progress.MultiProgressStorage([progress.AnnotationsProgressStorage(), progress.StatusProgressStorage()])
     record = storage.fetch(key='fn', body=bodies.Body(raw))
     assert record is not None
@@ -415,7 +416,7 @@ def test_smart_storage_touches_only_the_annotations() -> None:
                   'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 1, id='annotations-first'),
     pytest.param({'status': {'kopf': {'progress': {'fn': {'retries': 2}}}}}, 2, id='status-fallback'),
 ])
-def test_smart_storage_reads_the_annotations_then_the_status(raw: Any, expected_retries: Any) -> None:
+def test_smart_storage_reads_the_annotations_then_the_status(raw: dict[str, Any], expected_retries: int) -> None:
     record = progress.SmartProgressStorage().fetch(key='fn', body=bodies.Body(raw))
     assert record is not None
     assert record['retries'] == expected_retries

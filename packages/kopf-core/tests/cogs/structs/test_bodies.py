@@ -46,7 +46,7 @@ def test_body_is_shown_as_its_raw_dict() -> None:
     pytest.param('meta', RAW['metadata'], id='meta'),
     pytest.param('metadata', RAW['metadata'], id='metadata'),
 ])
-def test_body_stanzas_are_views_of_the_raw_stanzas(attr: Any, expected: Any) -> None:
+def test_body_stanzas_are_views_of_the_raw_stanzas(attr: str, expected: dict[str, Any]) -> None:
     body = bodies.Body(RAW)
     assert getattr(body, attr) == expected
 
@@ -63,12 +63,12 @@ def test_meta_and_metadata_are_the_same_view() -> None:
     pytest.param('creation_timestamp', '2026-11-22T08:14:26Z', id='creation_timestamp'),
     pytest.param('deletion_timestamp', '2026-11-22T09:00:00Z', id='deletion_timestamp'),
 ])
-def test_meta_shortcuts_give_the_metadata_fields(attr: Any, expected: Any) -> None:
+def test_meta_shortcuts_give_the_metadata_fields(attr: str, expected: str) -> None:
     assert getattr(bodies.Body(RAW).meta, attr) == expected
 
 
 @pytest.mark.parametrize('attr', ['uid', 'name', 'namespace', 'creation_timestamp', 'deletion_timestamp'])
-def test_meta_shortcuts_of_absent_fields_are_none(attr: Any) -> None:
+def test_meta_shortcuts_of_absent_fields_are_none(attr: str) -> None:
     assert getattr(bodies.Body({}).meta, attr) is None
 
 

@@ -16,7 +16,7 @@ from kopf._cogs.structs import dicts
     pytest.param(('metadata', 'annotations', 'a.b/c'), ('metadata', 'annotations', 'a.b/c'), id='tuple'),
     pytest.param(['spec', 'field'], ('spec', 'field'), id='list'),
 ])
-def test_fields_are_parsed_into_tuples(field: Any, expected: Any) -> None:
+def test_fields_are_parsed_into_tuples(field: Any, expected: dicts.FieldPath) -> None:
     assert dicts.parse_field(field) == expected
 
 
@@ -107,7 +107,7 @@ def test_removing_with_pruning_keeps_the_non_empty_parents() -> None:
     pytest.param({'spec': {}}, id='no-key'),
     pytest.param({'spec': 'string'}, id='non-dict-parent'),
 ])
-def test_removing_a_missing_key_is_ignored(d: Any) -> None:
+def test_removing_a_missing_key_is_ignored(d: dict[str, Any]) -> None:
     before = dict(d)
     dicts.remove(d, 'spec.field')
     assert d == before
@@ -158,7 +158,7 @@ def test_mapping_views_show_the_sub_dict() -> None:
     pytest.param({'spec': None}, id='none'),
     pytest.param({'spec': 'string'}, id='non-dict'),
 ])
-def test_mapping_views_of_missing_sub_dicts_are_empty(source: Any) -> None:
+def test_mapping_views_of_missing_sub_dicts_are_empty(source: dict[str, Any]) -> None:
     view: dicts.MappingView[str, Any] = dicts.MappingView(source, ('spec',))
     assert dict(view) == {}
 

@@ -1,18 +1,22 @@
 """
 Diffs of JSON-like values and their reduction to fields, as seen by handlers.
 """
-from typing import Any
+from typing import TypeAlias
 
 import pytest
 
-from kopf._cogs.structs import diffs
+from kopf._cogs.structs import dicts, diffs
 from kopf._cogs.structs.diffs import DiffItem, DiffOperation
+
+# Diffs are compared with plain tuples of (operation, path, old, new), as handlers often do.
+PlainItem: TypeAlias = tuple[str, dicts.FieldPath, object, object]
 
 
 def test_operations_are_strings() -> None:
-    assert DiffOperation.ADD == 'add'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
-    assert DiffOperation.CHANGE == 'change'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
-    assert DiffOperation.REMOVE == 'remove'  # type: ignore[comparison-overlap]  # str-valued enum members equal their strings at runtime
+    # The static checker sees enum members and strings as never equal; at runtime, str-based members are.
+    assert DiffOperation.ADD == 'add'  # type: ignore[comparison-overlap]
+    assert DiffOperation.CHANGE == 'change'  # type: ignore[comparison-overlap]
+    assert DiffOperation.REMOVE == 'remove'  # type: ignore[comparison-overlap]
     assert str(DiffOperation.ADD) == 'add'
     assert repr(DiffOperation.ADD) == "'add'"
 
@@ -39,7 +43,7 @@ def test_diffs_are_shown_as_tuples_of_tuples() -> None:
     pytest.param([['change', ['a'], 1, 2]], id='list-of-lists'),
     pytest.param([(DiffOperation.CHANGE, ('a',), 1, 2)], id='enums'),
 ])
-def test_diffs_equal_plain_sequences_of_the_same_items(other: Any) -> None:
+def test_diffs_equal_plain_sequences_of_the_same_items(other: object) -> None:
     assert diffs.diff({'a': 1}, {'a': 2}) == other
 
 
@@ -50,7 +54,7 @@ def test_diffs_equal_plain_sequences_of_the_same_items(other: Any) -> None:
     pytest.param('change', id='string'),
     pytest.param([1, 2], id='non-items'),
 ])
-def test_diffs_differ_from_other_sequences(other: Any) -> None:
+def test_diffs_differ_from_other_sequences(other: object) -> None:
     assert diffs.diff({'a': 1}, {'a': 2}) != other
 
 
@@ -72,7 +76,7 @@ def test_equal_values_have_an_empty_diff() -> None:
     pytest.param('x', {'a': 1}, [('change', (), 'x', {'a': 1})], id='scalar-to-dict'),
     pytest.param([1], [1, 2], [('change', (), [1], [1, 2])], id='lists-as-whole-values'),
 ])
-def test_root_values_are_diffed_as_whole(a: Any, b: Any, expected: Any) -> None:
+def test_root_values_are_diffed_as_whole(a: object, b: object, expected: list[PlainItem]) -> None:
     assert diffs.diff(a, b) == expected
 
 
@@ -116,7 +120,7 @@ def test_diffs_are_prefixed_with_the_path() -> None:
     ], id='exact-field'),
     pytest.param(('spec', 'other'), [], id='unrelated-field'),
 ])
-def test_reducing_relates_the_items_to_the_field(path: Any, expected: Any) -> None:
+def test_reducing_relates_the_items_to_the_field(path: dicts.FieldPath, expected: list[PlainItem]) -> None:
     d = diffs.Diff([
         ('add', ('metadata', 'labels', 'label1'), None, 'new-value'),
         ('change', ('spec', 'size'), '1G', '2G'),
@@ -141,5 +145,5 @@ def test_reducing_accepts_dotted_fields() -> None:
     pytest.param(('change', ('spec',), 'string', {'struct': 1}),
                  [('add', (), None, 1)], id='ancestor-was-not-a-dict'),
 ])
-def test_reducing_re_diffs_the_field_within_its_changed_ancestors(item: Any, expected: Any) -> None:
+def test_reducing_re_diffs_the_field_within_its_changed_ancestors(item: PlainItem, expected: list[PlainItem]) -> None:
     assert diffs.reduce(diffs.Diff([item]), 'spec.struct') == expected

@@ -7,11 +7,12 @@ The owner is either passed explicitly or set as the current body.
 """
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any, Optional
 
 import pytest
 
-from kopf._cogs.structs import bodies, hierarchies
+from kopf._cogs.structs import bodies, dicts, hierarchies
 
 OWNER_RAW = {
     'apiVersion': 'kopf.dev/v1',
@@ -39,18 +40,18 @@ OWNER_REF = {
 
 
 @pytest.fixture()
-def owner() -> Any:
+def owner() -> bodies.Body:
     return bodies.Body(OWNER_RAW)
 
 
 @pytest.fixture()
-def current_owner(owner: Any) -> Any:
+def current_owner(owner: bodies.Body) -> Iterator[bodies.Body]:
     token = hierarchies.current_body.set(owner)
     yield owner
     hierarchies.current_body.reset(token)
 
 
-def test_object_references_include_the_namespace_of_namespaced_objects(owner: Any) -> None:
+def test_object_references_include_the_namespace_of_namespaced_objects(owner: bodies.Body) -> None:
     assert hierarchies.build_object_reference(owner) == {
         'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
         'name': 'kopf-example-1', 'uid': 'uid-1', 'namespace': 'default',
@@ -63,7 +64,7 @@ def test_object_references_omit_the_absent_fields() -> None:
     }
 
 
-def test_owner_references_have_the_fields_in_the_manual_order(owner: Any) -> None:
+def test_owner_references_have_the_fields_in_the_manual_order(owner: bodies.Body) -> None:
     ref = hierarchies.build_owner_reference(owner)
     assert ref == OWNER_REF
     assert list(ref) == ['controller', 'blockOwnerDeletion', 'apiVersion', 'kind', 'name', 'uid']
@@ -78,13 +79,13 @@ def test_owner_references_of_cluster_scoped_owners_have_no_namespace() -> None:
     }
 
 
-def test_owner_references_can_be_non_controlling_and_non_blocking(owner: Any) -> None:
+def test_owner_references_can_be_non_controlling_and_non_blocking(owner: bodies.Body) -> None:
     ref = hierarchies.build_owner_reference(owner, controller=False, block_owner_deletion=False)
     assert ref['controller'] is False
     assert ref['blockOwnerDeletion'] is False
 
 
-def test_owner_references_are_appended_to_many_objects(owner: Any) -> None:
+def test_owner_references_are_appended_to_many_objects(owner: bodies.Body) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment'}]
     hierarchies.append_owner_reference(objs, owner)
     assert objs == [
@@ -93,14 +94,14 @@ def test_owner_references_are_appended_to_many_objects(owner: Any) -> None:
     ]
 
 
-def test_owner_references_are_appended_once(owner: Any) -> None:
+def test_owner_references_are_appended_once(owner: bodies.Body) -> None:
     obj: dict[str, Any] = {'metadata': {'ownerReferences': [{'uid': 'other'}]}}
     hierarchies.append_owner_reference(obj, owner)
     hierarchies.append_owner_reference(obj, owner)
     assert obj['metadata']['ownerReferences'] == [{'uid': 'other'}, OWNER_REF]
 
 
-def test_owner_references_default_to_the_current_body(current_owner: Any) -> None:
+def test_owner_references_default_to_the_current_body(current_owner: bodies.Body) -> None:
     obj: dict[str, Any] = {}
     hierarchies.append_owner_reference(obj)
     assert obj == {'metadata': {'ownerReferences': [OWNER_REF]}}
@@ -111,19 +112,19 @@ def test_owners_must_be_explicit_outside_of_handlers() -> None:
         hierarchies.append_owner_reference({})
 
 
-def test_owner_references_are_removed_by_uid(owner: Any) -> None:
+def test_owner_references_are_removed_by_uid(owner: bodies.Body) -> None:
     obj = {'metadata': {'ownerReferences': [{'uid': 'other'}, dict(OWNER_REF, controller=False)]}}
     hierarchies.remove_owner_reference(obj, owner)
     assert obj == {'metadata': {'ownerReferences': [{'uid': 'other'}]}}
 
 
-def test_removing_absent_owner_references_changes_nothing(owner: Any) -> None:
+def test_removing_absent_owner_references_changes_nothing(owner: bodies.Body) -> None:
     obj: dict[str, Any] = {'kind': 'Job'}
     hierarchies.remove_owner_reference(obj, owner)
     assert obj == {'kind': 'Job'}
 
 
-def test_labels_are_applied(current_owner: Any) -> None:
+def test_labels_are_applied(current_owner: bodies.Body) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment'}]
     hierarchies.label(objs, {'label1': 'value1', 'label2': 'value2'})
     assert objs == [
@@ -136,19 +137,19 @@ def test_labels_are_applied(current_owner: Any) -> None:
     pytest.param({}, id='omitted'),
     pytest.param({'labels': None}, id='none'),
 ])
-def test_labels_default_to_the_owners_labels(current_owner: Any, kwargs: Any) -> None:
+def test_labels_default_to_the_owners_labels(current_owner: bodies.Body, kwargs: dict[str, Any]) -> None:
     obj: dict[str, Any] = {'kind': 'Job'}
     hierarchies.label(obj, **kwargs)
     assert obj == {'kind': 'Job', 'metadata': {'labels': {'somelabel': 'somevalue'}}}
 
 
-def test_empty_labels_apply_nothing(current_owner: Any) -> None:
+def test_empty_labels_apply_nothing(current_owner: bodies.Body) -> None:
     obj: dict[str, Any] = {'kind': 'Job'}
     hierarchies.label(obj, {})
     assert obj == {'kind': 'Job'}
 
 
-def test_existing_labels_are_kept_unless_forced(current_owner: Any) -> None:
+def test_existing_labels_are_kept_unless_forced(current_owner: bodies.Body) -> None:
     obj = {'metadata': {'labels': {'somelabel': 'existing'}}}
     hierarchies.label(obj, {'somelabel': 'new', 'label1': 'value1'})
     assert obj['metadata']['labels'] == {'somelabel': 'existing', 'label1': 'value1'}
@@ -158,7 +159,7 @@ def test_existing_labels_are_kept_unless_forced(current_owner: Any) -> None:
     pytest.param({'forced': True}, id='forced'),
     pytest.param({'force': True}, id='force-deprecated'),
 ])
-def test_existing_labels_are_overwritten_if_forced(current_owner: Any, kwargs: Any) -> None:
+def test_existing_labels_are_overwritten_if_forced(current_owner: bodies.Body, kwargs: dict[str, Any]) -> None:
     obj = {'metadata': {'labels': {'somelabel': 'existing'}}}
     hierarchies.label(obj, {'somelabel': 'new'}, **kwargs)
     assert obj['metadata']['labels'] == {'somelabel': 'new'}
@@ -169,7 +170,9 @@ def test_existing_labels_are_overwritten_if_forced(current_owner: Any, kwargs: A
     pytest.param(['spec.template'], id='list'),
     pytest.param([('spec', 'template')], id='tuples'),
 ])
-def test_labels_are_applied_to_the_existing_nested_structures_only(current_owner: Any, nested: Any) -> None:
+def test_labels_are_applied_to_the_existing_nested_structures_only(
+        current_owner: bodies.Body, nested: str | list[dicts.FieldSpec],
+) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment', 'spec': {'template': {}}}]
     hierarchies.label(objs, {'label1': 'value1'}, nested=nested)
     assert objs == [
@@ -179,7 +182,7 @@ def test_labels_are_applied_to_the_existing_nested_structures_only(current_owner
     ]
 
 
-def test_naming_by_default_requests_a_generated_name(current_owner: Any) -> None:
+def test_naming_by_default_requests_a_generated_name(current_owner: bodies.Body) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment'}]
     hierarchies.harmonize_naming(objs)
     assert objs == [
@@ -188,7 +191,7 @@ def test_naming_by_default_requests_a_generated_name(current_owner: Any) -> None
     ]
 
 
-def test_strict_naming_uses_the_exact_name(current_owner: Any) -> None:
+def test_strict_naming_uses_the_exact_name(current_owner: bodies.Body) -> None:
     obj: dict[str, Any] = {'kind': 'Job'}
     hierarchies.harmonize_naming(obj, 'some-name', strict=True)
     assert obj == {'kind': 'Job', 'metadata': {'name': 'some-name'}}
@@ -198,25 +201,25 @@ def test_strict_naming_uses_the_exact_name(current_owner: Any) -> None:
     pytest.param({'name': 'existing'}, id='name'),
     pytest.param({'generateName': 'existing-'}, id='generateName'),
 ])
-def test_existing_names_are_kept_unless_forced(current_owner: Any, meta: Any) -> None:
+def test_existing_names_are_kept_unless_forced(current_owner: bodies.Body, meta: dict[str, str]) -> None:
     obj = {'metadata': dict(meta)}
     hierarchies.harmonize_naming(obj, 'some-name', strict=True)
     assert obj == {'metadata': meta}
 
 
-def test_forced_strict_naming_replaces_generated_names(current_owner: Any) -> None:
+def test_forced_strict_naming_replaces_generated_names(current_owner: bodies.Body) -> None:
     obj = {'metadata': {'generateName': 'existing-'}}
     hierarchies.harmonize_naming(obj, forced=True, strict=True)
     assert obj == {'metadata': {'name': 'kopf-example-1'}}
 
 
-def test_forced_non_strict_naming_replaces_exact_names(current_owner: Any) -> None:
+def test_forced_non_strict_naming_replaces_exact_names(current_owner: bodies.Body) -> None:
     obj = {'metadata': {'name': 'existing'}}
     hierarchies.harmonize_naming(obj, 'some-name', forced=True)
     assert obj == {'metadata': {'generateName': 'some-name-'}}
 
 
-def test_namespaces_default_to_the_owners_namespace(current_owner: Any) -> None:
+def test_namespaces_default_to_the_owners_namespace(current_owner: bodies.Body) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment'}]
     hierarchies.adjust_namespace(objs)
     assert objs == [
@@ -225,13 +228,13 @@ def test_namespaces_default_to_the_owners_namespace(current_owner: Any) -> None:
     ]
 
 
-def test_existing_namespaces_are_kept_unless_forced(current_owner: Any) -> None:
+def test_existing_namespaces_are_kept_unless_forced(current_owner: bodies.Body) -> None:
     obj = {'metadata': {'namespace': 'existing'}}
     hierarchies.adjust_namespace(obj, 'namespace')
     assert obj == {'metadata': {'namespace': 'existing'}}
 
 
-def test_existing_namespaces_are_replaced_if_forced(current_owner: Any) -> None:
+def test_existing_namespaces_are_replaced_if_forced(current_owner: bodies.Body) -> None:
     obj = {'metadata': {'namespace': 'existing'}}
     hierarchies.adjust_namespace(obj, 'namespace', forced=True)
     assert obj == {'metadata': {'namespace': 'namespace'}}
@@ -247,7 +250,7 @@ def test_cluster_scoped_owners_imply_no_namespace() -> None:
         hierarchies.current_body.reset(token)
 
 
-def test_adopting_does_everything_in_the_manual_order(current_owner: Any) -> None:
+def test_adopting_does_everything_in_the_manual_order(current_owner: bodies.Body) -> None:
     objs: list[dict[str, Any]] = [{'kind': 'Job'}, {'kind': 'Deployment'}]
     hierarchies.adopt(objs, strict=True, forced=True, nested='spec.template')
     expected_meta = {
@@ -273,7 +276,7 @@ class _PykubeLikeObject:
         self.obj = obj
 
 
-def test_pykube_like_objects_are_modified_via_their_dicts(owner: Any) -> None:
+def test_pykube_like_objects_are_modified_via_their_dicts(owner: bodies.Body) -> None:
     pod = _PykubeLikeObject({'kind': 'Pod'})
     hierarchies.adopt(pod, owner)
     assert pod.obj['metadata']['namespace'] == 'default'
@@ -284,7 +287,7 @@ class _Model:
     openapi_types: dict[str, str] = {}
     attribute_map: dict[str, str] = {}
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: dict[str, Any]) -> None:
         for key, value in kwargs.items():
             setattr(self, key, value)
 
@@ -306,14 +309,13 @@ class V1Pod(_Model):
 
 
 @pytest.fixture()
-def kubernetes_client(monkeypatch: Any) -> Any:
+def kubernetes_client(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType('kubernetes.client')
-    module.V1ObjectMeta = V1ObjectMeta  # type: ignore[attr-defined]
-    module.V1OwnerReference = V1OwnerReference  # type: ignore[attr-defined]
+    module.__dict__.update(V1ObjectMeta=V1ObjectMeta, V1OwnerReference=V1OwnerReference)
     monkeypatch.setitem(sys.modules, 'kubernetes.client', module)
 
 
-def test_kubernetes_models_are_modified_via_their_attributes(kubernetes_client: Any, owner: Any) -> None:
+def test_kubernetes_models_are_modified_via_their_attributes(kubernetes_client: None, owner: bodies.Body) -> None:
     pod = V1Pod()
     hierarchies.adopt(pod, owner)
     assert pod.metadata is not None
@@ -327,6 +329,6 @@ def test_kubernetes_models_are_modified_via_their_attributes(kubernetes_client: 
     assert refs[0].block_owner_deletion is True
 
 
-def test_unsupported_objects_are_refused(owner: Any) -> None:
+def test_unsupported_objects_are_refused(owner: bodies.Body) -> None:
     with pytest.raises(TypeError):
         hierarchies.adopt([object()], owner)

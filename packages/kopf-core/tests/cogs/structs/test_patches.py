@@ -4,6 +4,7 @@ operations computed from them for a given body. The bodies are plain dicts.
 """
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -87,7 +88,9 @@ def test_meta_and_metadata_are_the_same_section() -> None:
     pytest.param({}, [add_finalizer], True, id='fns'),
     pytest.param({'spec': {'x': 1}}, [add_finalizer], True, id='both'),
 ])
-def test_patches_are_true_if_they_have_anything_to_apply(content: Any, fns: Any, expected: Any) -> None:
+def test_patches_are_true_if_they_have_anything_to_apply(
+        content: dict[str, Any], fns: list[patches.PatchFn], expected: bool,
+) -> None:
     patch = patches.Patch(content)
     patch.fns.extend(fns)
     assert bool(patch) is expected
@@ -117,7 +120,7 @@ def test_merge_patches_are_detached_from_the_patch() -> None:
     pytest.param(copy.deepcopy, id='deepcopy'),
     pytest.param(patches.Patch, id='constructor'),
 ])
-def test_copies_keep_the_content_and_the_functions(copier: Any) -> None:
+def test_copies_keep_the_content_and_the_functions(copier: Callable[[patches.Patch], patches.Patch]) -> None:
     patch = patches.Patch({'spec': {'x': 1}})
     patch.fns.append(add_finalizer)
     copied = copier(patch)
@@ -134,7 +137,9 @@ def test_copies_keep_the_content_and_the_functions(copier: Any) -> None:
     pytest.param({'a': [1, 2]}, {'a': [3]}, {'a': [3]}, id='lists-replaced'),
     pytest.param({'a': 'x'}, {'a': {'b': None, 'c': 1}}, {'a': {'c': 1}}, id='non-dict-replaced-by-dict'),
 ])
-def test_merge_patches_are_applied_as_rfc7386(target: Any, patch: Any, expected: Any) -> None:
+def test_merge_patches_are_applied_as_rfc7386(
+        target: dict[str, Any], patch: dict[str, Any], expected: dict[str, Any],
+) -> None:
     original = copy.deepcopy(target)
     assert patches.apply_merge_patch(target, patch) == expected
     assert target == original
@@ -161,7 +166,7 @@ def test_merge_content_converts_against_the_body_given_at_creation() -> None:
     assert patch.as_json_patch() == [{'op': 'replace', 'path': '/spec/x', 'value': 2}]
 
 
-BODY = {'metadata': {'name': 'n', 'resourceVersion': '123', 'finalizers': ['other']}, 'spec': {'x': 1}}
+BODY: dict[str, Any] = {'metadata': {'name': 'n', 'resourceVersion': '123', 'finalizers': ['other']}, 'spec': {'x': 1}}
 
 
 def test_functions_are_turned_into_operations_after_a_resource_version_test() -> None:
@@ -179,7 +184,7 @@ def test_functions_get_a_deep_copy_of_the_body() -> None:
 
 
 def test_functions_changing_nothing_produce_no_operations_at_all() -> None:
-    body: Any = copy.deepcopy(BODY)
+    body = copy.deepcopy(BODY)
     body['metadata']['finalizers'].append('my-operator/cleanup')
     assert patches.build_json_patch(body, [add_finalizer]) == []
 
@@ -245,18 +250,20 @@ def test_keys_are_escaped_in_the_operation_paths() -> None:
                  [{'op': 'remove', 'path': '/spec/v/1'}, {'op': 'remove', 'path': '/spec/v/0'},
                   {'op': 'add', 'path': '/spec/v/0', 'value': 'c'}], id='list-items-replaced'),
 ])
-def test_value_changes_are_turned_into_minimal_operations(old: Any, new: Any, expected: Any) -> None:
+def test_value_changes_are_turned_into_minimal_operations(
+        old: object, new: object, expected: list[dict[str, Any]],
+) -> None:
     def transform(body: dict[str, Any]) -> None:
         body['spec']['v'] = copy.deepcopy(new)
     assert patches.build_json_patch({'spec': {'v': old}}, [transform]) == expected
 
 
-def _apply_json_patch(body: Any, ops: list[dict[str, Any]]) -> Any:
+def _apply_json_patch(body: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
     """A minimal RFC 6902 applier for the operations produced here (add/remove/replace/test)."""
     body = copy.deepcopy(body)
     for op in ops:
         *parents, last = [p.replace('~1', '/').replace('~0', '~') for p in op['path'].split('/')[1:]]
-        target = body
+        target: Any = body  # dicts or lists, as the path goes
         for part in parents:
             target = target[int(part)] if isinstance(target, list) else target[part]
         if op['op'] == 'test':
@@ -277,7 +284,7 @@ def _apply_json_patch(body: Any, ops: list[dict[str, Any]]) -> Any:
     pytest.param([], ['a', 'b'], id='from-empty'),
     pytest.param(['a', 'b'], [], id='to-empty'),
 ])
-def test_operations_reproduce_the_transformed_body(old: Any, new: Any) -> None:
+def test_operations_reproduce_the_transformed_body(old: list[Any], new: list[Any]) -> None:
     body = {'metadata': {'resourceVersion': '1'}, 'spec': {'v': old, 'keep': True}}
     def transform(raw: dict[str, Any]) -> None:
         raw['spec']['v'] = copy.deepcopy(new)

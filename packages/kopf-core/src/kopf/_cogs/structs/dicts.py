@@ -20,6 +20,7 @@ from typing import (
     Callable,
     Iterable,
     Iterator,
+    List,
     Mapping,
     MutableMapping,
     Optional,
@@ -30,7 +31,7 @@ from typing import (
 )
 
 FieldPath: TypeAlias = Tuple[str, ...]
-FieldSpec: TypeAlias = Union[str, FieldPath, None]
+FieldSpec: TypeAlias = Union[str, FieldPath, List[str], None]  # lists are taken as they are, like tuples
 
 _T = TypeVar('_T')
 _K = TypeVar('_K')

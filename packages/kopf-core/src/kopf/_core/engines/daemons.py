@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 import warnings
 from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Optional, Set
 
@@ -26,6 +25,11 @@ from kopf._core.engines import stoppers
 from kopf._core.intents import handlers
 
 logger = logging.getLogger('kopf.engines.daemons')
+
+
+def _now() -> float:
+    """The event loop's time: the schedules follow the loop's clock (which tests can fast-forward)."""
+    return asyncio.get_running_loop().time()
 
 # Applies the accumulated patch of one run to the object (the reactor provides it).
 PatchApplier = Callable[[patches.Patch], Awaitable[None]]
@@ -48,13 +52,13 @@ class DaemonsMemory:
     body: bodies.Body  # the live view, replaced on every watch-event
     running: Dict[handlers.HandlerId, Daemon] = dataclasses.field(default_factory=dict)
     done: Set[handlers.HandlerId] = dataclasses.field(default_factory=set)  # exited: never again here
-    last_change: float = dataclasses.field(default_factory=time.monotonic)
+    last_change: float = dataclasses.field(default_factory=lambda: _now())
     changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     def notice_change(self, raw: Mapping[str, Any]) -> None:
         """Every watch-event: the live body is updated, idling timers start over."""
         self.body._replace_with(dict(raw))
-        self.last_change = time.monotonic()
+        self.last_change = _now()
         self.changed.set()
 
     @property
@@ -182,11 +186,11 @@ async def _run_timer(
     if handler.initial_delay and await stopper.wait_async(handler.initial_delay):
         return
     state = progression.HandlerState.from_scratch()
-    schedule_start = time.monotonic()
+    schedule_start = _now()
     while not stopper.is_set():
         if handler.idle is not None and not await _wait_for_idling(handler.idle, memory, stopper):
             return
-        run_started = time.monotonic()
+        run_started = _now()
         outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
                                          context=context, state=state)
         if outcome.final and outcome.exception is not None:
@@ -202,7 +206,7 @@ async def _run_timer(
                     return
                 continue
             if handler.sharp:
-                elapsed = time.monotonic() - schedule_start
+                elapsed = _now() - schedule_start
                 delay = handler.interval - elapsed % handler.interval
             else:
                 delay = handler.interval
@@ -213,7 +217,7 @@ async def _run_timer(
 async def _wait_for_idling(idle: float, memory: DaemonsMemory, stopper: stoppers.DaemonStopper) -> bool:
     """Wait until the object is unchanged for ``idle`` seconds; false if stopped meanwhile."""
     while True:
-        left = memory.last_change + idle - time.monotonic()
+        left = memory.last_change + idle - _now()
         if left <= 0:
             return True
         if await stopper.wait_async(left):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from typing import Any, Collection, Dict, Generic, Hashable, Iterator, Mapping, Optional, Set, TypeVar
 
 from kopf._core.actions import errors, execution, progression
@@ -145,7 +144,7 @@ class OperatorIndexers:
                 continue
             exclusion = self._exclusions.get((handler.id, obj))
             if exclusion is not None:
-                if exclusion.until is None or exclusion.until > time.monotonic():
+                if exclusion.until is None or exclusion.until > asyncio.get_running_loop().time():
                     continue
             state = exclusion.state if exclusion is not None else progression.HandlerState.from_scratch()
             outcome = await execution.execute_handler_once(
@@ -177,7 +176,8 @@ class OperatorIndexers:
             return
         index.remove(obj)
         delay = outcome.delay or 0
-        self._exclusions[key] = _Exclusion(state=state.with_outcome(outcome), until=time.monotonic() + delay)
+        until = asyncio.get_running_loop().time() + delay
+        self._exclusions[key] = _Exclusion(state=state.with_outcome(outcome), until=until)
 
 
 class IndexingReadiness:

@@ -1,0 +1,115 @@
+"""
+The benchmarks' command line; run it from the repository root in the ``bench`` environment::
+
+    hatch run bench:run --objects 1000 --restart-objects 5000 --idle-seconds 60 --repeats 3
+    hatch run bench:python -m benchmarks smoke        # tiny sizes: checks that everything still runs
+    hatch run bench:python -m benchmarks report benchmarks/results/NAME.json   # re-render the table
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import sys
+from collections.abc import Collection
+
+from benchmarks import report, runner, sides
+from benchmarks.cluster import VARIANTS
+from benchmarks.scenarios.session import Settings
+
+RESULTS_DIR = pathlib.Path('benchmarks/results')
+
+# Small enough to finish in a minute or two, big enough to go through every code path.
+SMOKE = dict(objects=5, restart_objects=5, idle_seconds=2.0, repeats=1, variants='status', baseline_objects=5,
+             quiet=1.5, poll=0.5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == 'report':
+        results = json.loads(pathlib.Path(args.results).read_text())
+        markdown = report.render_markdown(results)
+        pathlib.Path(args.results).with_suffix('.md').write_text(markdown)
+        print(markdown)
+        return 0
+    out = pathlib.Path(args.out) if args.out else RESULTS_DIR / f'{args.command}-{_timestamp()}'
+    out = out.with_suffix('') if out.suffix == '.json' else out
+    options = runner.Options(
+        objects=args.objects,
+        restart_objects=args.restart_objects,
+        idle_seconds=args.idle_seconds,
+        repeats=args.repeats,
+        variants=_choices(args.variants, VARIANTS),
+        sides=_choices(args.sides, sides.SIDES),
+        baseline_objects=args.baseline_objects,
+        settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency),
+        work_dir=pathlib.Path(args.work_dir) if args.work_dir else out.parent / f'{out.name}.work',
+    )
+    print(f'Estimated duration: about {estimate_minutes(options):.0f} min (on 2 cores).', flush=True)
+    results = runner.run(options, progress=lambda message: print(message, flush=True))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix('.json').write_text(json.dumps(results, indent=2) + '\n')
+    markdown = report.render_markdown(results)
+    out.with_suffix('.md').write_text(markdown)
+    print(markdown)
+    print(f'Written: {out.with_suffix(".json")}, {out.with_suffix(".md")}')
+    return 0
+
+
+def estimate_minutes(options: runner.Options) -> float:
+    """A rough guess from measured rates on a 2-core machine, so that nobody starts a 3-hour run unawares."""
+    frameworks = sum(side != 'bare' for side in options.sides)
+    per_variant = (
+        frameworks * (options.objects * 0.05 + options.restart_objects * 0.04 + options.idle_seconds + 40)
+        + (len(options.sides) - frameworks) * (options.objects * 0.01 + options.restart_objects * 0.01
+                                               + options.idle_seconds + 20)
+    )
+    return per_variant * len(options.variants) * options.repeats / 60 + 0.5
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='python -m benchmarks', description='Ours vs upstream Kopf, side by side.')
+    commands = parser.add_subparsers(dest='command', required=True)
+    for name, defaults, text in (('run', {}, 'the full benchmarks (defaults: the sizes of the targets)'),
+                                 ('smoke', SMOKE, 'tiny sizes, one repeat: that everything still runs')):
+        command = commands.add_parser(name, help=text)
+        command.set_defaults(**defaults)
+        default = runner.Options()
+        command.add_argument('--objects', type=int, default=default.objects, help='objects in the burst')
+        command.add_argument('--restart-objects', type=int, default=default.restart_objects,
+                             help='objects handled before the restart (and watched while idle)')
+        command.add_argument('--idle-seconds', type=float, default=default.idle_seconds)
+        command.add_argument('--repeats', type=int, default=default.repeats)
+        command.add_argument('--variants', default=','.join(default.variants),
+                             help=f'comma-separated CRD variants: {",".join(VARIANTS)}')
+        command.add_argument('--sides', default=','.join(default.sides),
+                             help=f'comma-separated sides: {",".join(sides.SIDES)}')
+        command.add_argument('--baseline-objects', type=int, default=default.baseline_objects,
+                             help='objects of the no-operator attribution check')
+        command.add_argument('--quiet', type=float, default=default.settings.quiet,
+                             help='seconds without requests that make an operator idle')
+        command.add_argument('--poll', type=float, default=default.settings.poll,
+                             help='seconds between readings of /metrics while waiting for idleness')
+        command.add_argument('--concurrency', type=int, default=default.settings.concurrency,
+                             help="the harness's requests in flight when creating/updating/deleting in bulk")
+        command.add_argument('--out', help='the results path without a suffix (.json and .md are written)')
+        command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
+        command.set_defaults(**defaults)  # again: the arguments' own defaults must not override the smoke sizes
+    rerender = commands.add_parser('report', help='render the Markdown table of a results JSON file again')
+    rerender.add_argument('results')
+    return parser
+
+
+def _choices(text: str, allowed: Collection[str]) -> tuple[str, ...]:
+    chosen = tuple(item.strip() for item in text.split(',') if item.strip())
+    unknown = [item for item in chosen if item not in allowed]
+    if unknown:
+        raise SystemExit(f'Unknown: {", ".join(unknown)}; choose from: {", ".join(allowed)}')
+    return chosen
+
+
+def _timestamp() -> str:
+    return datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""
+Which API requests the operator made: the API server's counters minus the harness's own.
+
+``apiserver_request_total`` has no label for the client, so the operator's
+requests are what remains of a reading's delta after subtracting everything
+the harness itself sent in between (``KubeApi.tally``), and after dropping the
+control plane's own background traffic (lease renewals). A run with no operator
+at all (``scenarios/baseline.py``) checks that this leaves ~0.
+
+Requests are keyed ``"VERB resource"`` (``"PATCH benchmarkeds/status"``) or, for
+non-resource URLs such as discovery, ``"GET /apis"``. WATCH requests are counted
+by the API server when they end, i.e. mostly when the operator stops.
+"""
+import asyncio
+import collections
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Mapping
+
+from benchmarks.kubeapi import KubeApi, Tally
+from integration.controlplane import RequestCounts, parse_request_counts, subtract_counts
+
+# Renewed every few seconds by the control plane's own components, never by the operators measured here.
+BACKGROUND_RESOURCES = frozenset({'leases'})
+EVENTS = 'events'
+BUSY_CPU_SHARE = 0.05  # of one core: more than an idle asyncio loop's timers, less than processing anything
+
+_REQUEST_LINES = re.compile(rb'^apiserver_request_total\{.*$', re.MULTILINE)
+
+Requests = dict[str, int]
+
+
+async def read_counts(api: KubeApi) -> RequestCounts:
+    """The request counters; only their lines are parsed (``/metrics`` is megabytes, polled often)."""
+    text = await api.read_metrics()
+    lines = b'\n'.join(_REQUEST_LINES.findall(text)).decode()
+    return parse_request_counts(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """The server's counters and the harness's tally at (about) the same moment."""
+    counts: RequestCounts
+    tally: Tally
+    time: float
+
+
+async def take_snapshot(api: KubeApi) -> Snapshot:
+    counts = await read_counts(api)
+    return Snapshot(counts=counts, tally=collections.Counter(api.tally), time=time.monotonic())
+
+
+def attribute(before: Snapshot, after: Snapshot) -> Requests:
+    """The requests made by anyone but the harness and the control plane between two snapshots."""
+    delta = subtract_counts(after.counts, before.counts)
+    harness = after.tally - before.tally
+    return subtract_tally(group_requests(delta), harness)
+
+
+def group_requests(counts: RequestCounts) -> Requests:
+    """Sum the series over status codes and API versions, keyed by verb and resource."""
+    grouped: collections.Counter[str] = collections.Counter()
+    for key, value in counts.items():
+        verb, resource, subresource = key.verb, key.resource, key.subresource
+        if resource in BACKGROUND_RESOURCES:
+            continue
+        if resource:
+            grouped[f'{verb} {resource}/{subresource}' if subresource else f'{verb} {resource}'] += value
+        else:
+            grouped[f'{verb} /{subresource}'] += value
+    return dict(grouped)
+
+
+def subtract_tally(requests: Mapping[str, int], tally: Tally) -> Requests:
+    result = dict(requests)
+    for (verb, resource), count in tally.items():
+        key = f'{verb} {resource}'
+        result[key] = result.get(key, 0) - count
+    return {key: value for key, value in sorted(result.items()) if value}
+
+
+def total(requests: Mapping[str, int], *, events: bool = False, watches: bool = True) -> int:
+    """All requests, without the k8s-events posted (unless asked) and optionally without WATCHes."""
+    return sum(value for key, value in requests.items()
+               if (_resource(key) == EVENTS) == events and (watches or not key.startswith('WATCH ')))
+
+
+def events_posted(requests: Mapping[str, int]) -> int:
+    return sum(value for key, value in requests.items() if _resource(key) == EVENTS)
+
+
+def _resource(key: str) -> str:
+    return key.partition(' ')[2].partition('/')[0]
+
+
+class IdleTimeout(Exception):
+    pass
+
+
+async def wait_idle(
+        api: KubeApi,
+        *,
+        quiet: float,
+        timeout: float,
+        condition: Callable[[], bool] = lambda: True,
+        activity: Callable[[], float] = lambda: 0.0,
+        cpu: Callable[[], float] | None = None,
+        require_requests: bool = False,
+        since: Snapshot | None = None,
+        poll: float = 1.0,
+) -> float:
+    """
+    Wait until the operator makes no requests and the condition holds, for ``quiet`` seconds.
+
+    Returns the monotonic time of the last activity seen: the last change of the
+    operator's request counts or a poll interval in which the operator's ``cpu()``
+    time grew noticeably (both at the poll's resolution), or ``activity()``
+    (e.g. the last watch event of the objects, which is exact). The CPU matters
+    when the operator processes what it has listed without any requests. With
+    ``require_requests``, idleness counts only after the operator's first
+    request (since the given snapshot): a process still importing is not idle,
+    it has not started.
+    """
+    started = time.monotonic()
+    previous = await take_snapshot(api)
+    first = since or previous
+    last_change = started
+    cpu_before = cpu() if cpu is not None else 0.0
+    while True:
+        await asyncio.sleep(poll)
+        current = await take_snapshot(api)
+        cpu_now = cpu() if cpu is not None else 0.0
+        busy = cpu_now - cpu_before > BUSY_CPU_SHARE * (current.time - previous.time)
+        if busy or _non_watch(attribute(previous, current)):
+            last_change = current.time
+        previous, cpu_before = current, cpu_now
+        now = time.monotonic()
+        last_activity = max(last_change, activity())
+        started_working = not require_requests or bool(_non_watch(attribute(first, current)))
+        if started_working and condition() and now - last_activity >= quiet:
+            return last_activity
+        if now - started > timeout:
+            raise IdleTimeout(f'The operator is not idle after {timeout:.0f}s '
+                              f'(condition holds: {condition()}, requests meanwhile: {attribute(first, current)}).')
+
+
+def _non_watch(requests: Requests) -> Requests:
+    return {key: value for key, value in requests.items() if not key.startswith('WATCH ')}

@@ -1,0 +1,220 @@
+"""
+The results as a Markdown table: each figure's median and spread per side, the ratio ours/upstream, the targets.
+
+The spread is the range (min..max) over the repeats. The bound column is the
+``bare`` side: no framework, the fewest requests for the same visible results.
+"""
+import dataclasses
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Results = Mapping[str, Any]
+
+# (scenario, figure, label): the rows of the table, in this order; request counts by verb follow them.
+ROWS: tuple[tuple[str, str, str], ...] = (
+    ('burst', 'wall_s', 'wall time, create+update+delete (s)'),
+    ('burst', 'create_wall_s', 'wall time, create (s)'),
+    ('burst', 'update_wall_s', 'wall time, update (s)'),
+    ('burst', 'delete_wall_s', 'wall time, delete (s)'),
+    ('burst', 'cpu_s', 'CPU, all phases (s)'),
+    ('burst', 'cpu_per_object_ms', 'CPU per object (ms)'),
+    ('burst', 'requests_per_object', 'requests per object (no events)'),
+    ('burst', 'events_per_object', 'k8s-events posted per object'),
+    ('burst', 'peak_rss_mib', 'peak RSS (MiB)'),
+    ('lifecycle', 'requests_total', 'requests, create→update→delete (no events)'),
+    ('lifecycle', 'events', 'k8s-events posted'),
+    ('lifecycle', 'startup_s', 'start-up on an empty namespace until idle (s)'),
+    ('restart', 'wall_s', 'wall time until idle (s)'),
+    ('restart', 'cpu_s', 'CPU until idle (s)'),
+    ('restart', 'peak_rss_mib', 'peak RSS (MiB)'),
+    ('restart', 'requests_total', 'requests until idle (no events)'),
+    ('restart', 'initial_wall_s', 'first handling of all objects, wall time (s)'),
+    ('restart', 'initial_cpu_s', 'first handling of all objects, CPU (s)'),
+    ('idle', 'cpu_percent', 'CPU (% of one core)'),
+    ('idle', 'requests_total', 'requests while idle'),
+    ('idle', 'peak_rss_mib', 'peak RSS (MiB)'),
+)
+BY_VERB_SCENARIOS = ('lifecycle', 'restart')
+SIDES = ('ours', 'upstream', 'bare')
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    median: float
+    low: float
+    high: float
+    count: int
+
+
+def stats(values: Sequence[float]) -> Stats | None:
+    if not values:
+        return None
+    return Stats(median=statistics.median(values), low=min(values), high=max(values), count=len(values))
+
+
+def ratio(ours: Stats | None, upstream: Stats | None) -> float | None:
+    if ours is None or upstream is None or upstream.median == 0:
+        return None
+    return ours.median / upstream.median
+
+
+def collect(results: Results, scenario: str, variant: str, side: str, figure: str) -> list[float]:
+    """The figure's values over the repeats that succeeded; a figure inside ``requests`` is named ``requests:KEY``."""
+    values: list[float] = []
+    for record in _records(results, scenario, variant, side):
+        if not record.get('ok'):
+            continue
+        figures = record['figures']
+        if figure.startswith('requests:'):
+            values.append(float(figures.get('requests', {}).get(figure.partition(':')[2], 0)))
+        elif figure in figures:
+            values.append(float(figures[figure]))
+    return values
+
+
+def failures(results: Results, scenario: str, variant: str, side: str) -> int:
+    return sum(not record.get('ok') for record in _records(results, scenario, variant, side))
+
+
+def _records(results: Results, scenario: str, variant: str, side: str) -> Iterable[Mapping[str, Any]]:
+    return (record for record in results.get('runs', [])
+            if (record['scenario'], record['variant'], record['side']) == (scenario, variant, side))
+
+
+def figure_stats(results: Results, scenario: str, variant: str, side: str, figure: str) -> Stats | None:
+    return stats(collect(results, scenario, variant, side, figure))
+
+
+# --- The targets ---
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    description: str
+    variant: str
+    ours: float | None
+    upstream: float | None
+    bound: float | None
+    met: bool | None  # None: not measured (a side failed or was not run)
+
+
+def evaluate_targets(results: Results) -> list[Target]:
+    targets: list[Target] = []
+    for variant in results['options']['variants']:
+        def median(scenario: str, side: str, figure: str, variant: str = variant) -> float | None:
+            found = figure_stats(results, scenario, variant, side, figure)
+            return None if found is None else found.median
+
+        def at_most(scenario: str, figure: str, share: float, text: str, variant: str = variant) -> None:
+            ours, upstream = median(scenario, 'ours', figure), median(scenario, 'upstream', figure)
+            met = None if ours is None or upstream is None else ours <= upstream * share
+            targets.append(Target(text, variant, ours, upstream, median(scenario, 'bare', figure), met))
+
+        at_most('burst', 'cpu_per_object_ms', 1 / 3, 'burst: CPU per object ≤ 1/3 of upstream')
+        at_most('lifecycle', 'requests_total', 1 / 2, 'lifecycle: requests per object ≤ 1/2 of upstream')
+        at_most('restart', 'peak_rss_mib', 1 / 2, 'restart: peak RSS ≤ 1/2 of upstream')
+        idle_cpu = median('idle', 'ours', 'cpu_percent')
+        idle_upstream = median('idle', 'upstream', 'cpu_percent')
+        targets.append(Target('idle: CPU < 1% of one core', variant, idle_cpu, idle_upstream, None,
+                              None if idle_cpu is None else idle_cpu < 1.0))
+        for scenario in ('burst', 'restart'):
+            ours, upstream, bound = (median(scenario, side, 'wall_s') for side in ('ours', 'upstream', 'bare'))
+            met = None
+            if ours is not None and (upstream is not None or bound is not None):
+                met = (upstream is not None and ours * 2 <= upstream) or (bound is not None and ours <= bound * 1.1)
+            targets.append(Target(f'{scenario}: wall time at least 2x faster than upstream or ≤ bound + 10%',
+                                  variant, ours, upstream, bound, met))
+    return targets
+
+
+# --- Markdown ---
+
+def render_markdown(results: Results) -> str:
+    options, machine, versions = results['options'], results['machine'], results['versions']
+    lines = [
+        '# Benchmarks: ours vs upstream Kopf',
+        '',
+        f"Machine: {machine['cpus_logical']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB; "
+        f"{machine['platform']}; Python {machine['python']}.",
+        f"Versions: {'; '.join(f'{key}: {value}' for key, value in versions.items() if value)}.",
+        f"Sizes: burst {options['objects']} objects, restart/idle {options['restart_objects']} objects, "
+        f"idle {options['idle_seconds']:g} s, {options['repeats']} repeat(s); "
+        f"started {results['started']}, took {results['duration_s'] / 60:.1f} min.",
+        '',
+        'Cells: median (min..max) over the repeats. "bound": no framework, the fewest requests '
+        'for the same visible results.',
+        '',
+        '| scenario | variant | figure | ours | upstream | ours/upstream | bound |',
+        '|---|---|---|---:|---:|---:|---:|',
+    ]
+    for variant in options['variants']:
+        for scenario, figure, label in [*ROWS, *_by_verb_rows(results, variant)]:
+            cells = {side: figure_stats(results, scenario, variant, side, figure) for side in SIDES}
+            if all(cell is None for cell in cells.values()) and not _any_failed(results, scenario, variant):
+                continue
+            row = [scenario, variant, label]
+            row += [_cell(cells[side], failures(results, scenario, variant, side)) for side in ('ours', 'upstream')]
+            found = ratio(cells['ours'], cells['upstream'])
+            row.append('' if found is None else f'{found:.2f}')
+            row.append(_cell(cells['bare'], failures(results, scenario, variant, 'bare')))
+            lines.append('| ' + ' | '.join(row) + ' |')
+
+    lines += ['', '## Targets', '',
+              '| target | variant | ours | upstream | bound | met |',
+              '|---|---|---:|---:|---:|---|']
+    for target in evaluate_targets(results):
+        met = {True: 'yes', False: '**no**', None: 'not measured'}[target.met]
+        lines.append(f'| {target.description} | {target.variant} | {_number(target.ours)} | '
+                     f'{_number(target.upstream)} | {_number(target.bound)} | {met} |')
+
+    lines += ['', '## Attribution check (no operator)', '']
+    for variant, figures in results.get('baseline', {}).items():
+        lines.append(f"- {variant}: {figures['harness_requests']} requests by the harness itself; "
+                     f"left after subtracting them: {figures['residue'] or 'nothing'}.")
+
+    failed = [record for record in results.get('runs', []) if not record.get('ok')]
+    unavailable = results.get('unavailable', {})
+    if failed or unavailable:
+        lines += ['', '## Failures', '']
+        for side, error in unavailable.items():
+            lines.append(f'- {side}: unavailable: {error.splitlines()[0]}')
+        for record in failed:
+            lines.append(f"- {record['scenario']}, {record['variant']}, {record['side']}, "
+                         f"repeat {record['repeat'] + 1}: {record['error'].splitlines()[0]}")
+    return '\n'.join(lines) + '\n'
+
+
+def _by_verb_rows(results: Results, variant: str) -> list[tuple[str, str, str]]:
+    rows = []
+    for scenario in BY_VERB_SCENARIOS:
+        keys: set[str] = set()
+        for record in results.get('runs', []):
+            if record.get('ok') and (record['scenario'], record['variant']) == (scenario, variant):
+                keys.update(record['figures'].get('requests', {}))
+        rows += [(scenario, f'requests:{key}', f'requests: {key}') for key in sorted(keys)]
+    return rows
+
+
+def _any_failed(results: Results, scenario: str, variant: str) -> bool:
+    return any(failures(results, scenario, variant, side) for side in SIDES)
+
+
+def _cell(found: Stats | None, failed: int) -> str:
+    text = '' if found is None else _number(found.median)
+    if found is not None and found.count > 1 and found.low != found.high:
+        text += f' ({_number(found.low)}..{_number(found.high)})'
+    if failed:
+        text += f' (failed {failed}x)'
+    return text.strip()
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return '—'
+    if value == int(value) and abs(value) >= 10:
+        return f'{int(value)}'
+    if abs(value) >= 100:
+        return f'{value:.0f}'
+    if abs(value) >= 10:
+        return f'{value:.1f}'
+    return f'{value:.2f}' if abs(value) >= 0.1 or value == 0 else f'{value:.3f}'

@@ -1,0 +1,209 @@
+"""
+The whole run: the cluster, the sides, the repeats, and one record per scenario, side and repeat.
+
+The sides take turns within every repeat, and the order of the turns rotates
+from one repeat to the next, so that a drift of the machine (other load, the
+API server's growing storage) hits all sides alike. A side that fails a
+scenario gets a failure record with its log's tail; the run goes on.
+"""
+import asyncio
+import dataclasses
+import datetime
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psutil
+
+from benchmarks import sides as sides_
+from benchmarks.cluster import VARIANTS, BenchCluster, Variant
+from benchmarks.kubeapi import KubeApi
+from benchmarks.scenarios.baseline import baseline
+from benchmarks.scenarios.burst import burst
+from benchmarks.scenarios.idle import idle
+from benchmarks.scenarios.lifecycle import lifecycle
+from benchmarks.scenarios.restart import prepare, restart
+from benchmarks.scenarios.session import Figures, Session, Settings
+
+Record = dict[str, Any]
+LOG_TAIL_LINES = 40
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    objects: int = 1000
+    restart_objects: int = 5000
+    idle_seconds: float = 60.0
+    repeats: int = 3
+    variants: tuple[str, ...] = ('status', 'plain')
+    sides: tuple[str, ...] = sides_.SIDES
+    baseline_objects: int = 100
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    work_dir: pathlib.Path = pathlib.Path('benchmarks/results/work')
+    cache_dir: pathlib.Path = dataclasses.field(default_factory=sides_.default_cache_dir)
+
+
+def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run everything; return the results document (see ``report.py`` for its rendering)."""
+    started = time.time()
+    available: dict[str, sides_.Side] = {}
+    unavailable: dict[str, str] = {}
+    for name in options.sides:
+        progress(f'Preparing the side: {name}')
+        try:
+            available[name] = sides_.make_side(name, cache_dir=options.cache_dir)
+        except sides_.SideUnavailable as e:
+            unavailable[name] = str(e)
+            progress(f'  unavailable: {e}')
+
+    options.work_dir.mkdir(parents=True, exist_ok=True)
+    progress('Starting the local control plane')
+    with BenchCluster(options.work_dir / 'cluster') as cluster:
+        versions = {name: side.version for name, side in available.items()}
+        versions.update(cluster.describe())
+        versions['upstream_reported'] = _upstream_reported_version(available.get('upstream'))
+        baselines, runs = asyncio.run(_run_all(options, cluster, list(available.values()), progress))
+
+    return {
+        'started': datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec='seconds'),
+        'duration_s': round(time.time() - started, 1),
+        'options': _describe_options(options),
+        'machine': describe_machine(),
+        'versions': versions,
+        'unavailable': unavailable,
+        'baseline': baselines,
+        'runs': runs,
+    }
+
+
+async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.Side],
+                   progress: Callable[[str], None]) -> tuple[dict[str, Figures], list[Record]]:
+    runs: list[Record] = []
+    baselines: dict[str, Figures] = {}
+    async with cluster.api() as api:
+        for variant_name in options.variants:
+            progress(f'Baseline (no operator), {variant_name}: {options.baseline_objects} objects')
+            baselines[variant_name] = await baseline(api, VARIANTS[variant_name], f'baseline-{variant_name}',
+                                                     options.baseline_objects, options.settings)
+        for repeat in range(options.repeats):
+            turns = sides[repeat % len(sides):] + sides[:repeat % len(sides)] if sides else []
+            for kind in ('churn', 'restart'):
+                for variant_name in options.variants:
+                    for side in turns:
+                        variant = VARIANTS[variant_name]
+                        progress(f'[repeat {repeat + 1}/{options.repeats}] {kind}, {variant.name}, {side.name}')
+                        started = time.monotonic()
+                        records = await _run_session(kind, options, cluster, api, side, variant, repeat)
+                        for record in records:
+                            status = 'ok' if record['ok'] else f"FAILED: {record['error'].splitlines()[0]}"
+                            progress(f'    {record["scenario"]}: {status}')
+                        progress(f'    ({time.monotonic() - started:.0f}s)')
+                        runs.extend(records)
+    return baselines, runs
+
+
+async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: KubeApi,
+                       side: sides_.Side, variant: Variant, repeat: int) -> list[Record]:
+    """One operator session in a fresh namespace: its scenarios in order, until one fails."""
+    namespace = f'{kind}-{variant.name}-{side.name}-{repeat}'
+    session = Session(cluster, api, side=side, variant=variant, namespace=namespace,
+                      logs_dir=options.work_dir / 'logs', settings=options.settings)
+    steps: list[tuple[str, Callable[[], Awaitable[Figures]]]]
+    if kind == 'churn':
+        steps = [('lifecycle', lambda: _started_then(session, lifecycle(session))),
+                 ('burst', lambda: burst(session, options.objects))]
+    else:
+        steps = [('restart', lambda: _prepared_then(session, options.restart_objects)),
+                 ('idle', lambda: idle(session, options.idle_seconds))]
+    records: list[Record] = []
+    failure: str | None = None
+    try:
+        async with session:
+            for scenario, step in steps:
+                record: Record = {'scenario': scenario, 'variant': variant.name, 'side': side.name,
+                                  'repeat': repeat, 'namespace': namespace, 'log': str(session.log_path)}
+                records.append(record)
+                if failure is not None:
+                    record.update(ok=False, error=f'Not run: {failure}')
+                    continue
+                try:
+                    record.update(ok=True, figures=await step())
+                except Exception as e:
+                    failure = f'{scenario} failed'
+                    record.update(ok=False, error=_describe_error(e), log_tail=_log_tail(session))
+    except Exception as e:  # the session's own cleanup failed: the figures stand, the failure is noted
+        if records:
+            records[-1].setdefault('cleanup_error', _describe_error(e))
+        else:
+            records.append({'scenario': steps[0][0], 'variant': variant.name, 'side': side.name, 'repeat': repeat,
+                            'ok': False, 'error': _describe_error(e)})
+    return records
+
+
+async def _started_then(session: Session, scenario: Awaitable[Figures]) -> Figures:
+    """Start the operator on the empty namespace and wait until it is idle; then run the scenario."""
+    operator = await session.start_operator()
+    startup_done = await session.idle(timeout=session.settings.timeout, require_requests=True)
+    figures = await scenario
+    figures['startup_s'] = startup_done - operator.started_at
+    return figures
+
+
+async def _prepared_then(session: Session, objects: int) -> Figures:
+    initial = await prepare(session, objects)
+    figures = await restart(session, objects)
+    figures.update(initial)
+    return figures
+
+
+def _describe_error(error: BaseException) -> str:
+    if isinstance(error, (sides_.OperatorDied, asyncio.TimeoutError)):
+        return f'{type(error).__name__}: {error}'
+    return ''.join(traceback.format_exception_only(type(error), error)).strip()
+
+
+def _log_tail(session: Session) -> str:
+    try:
+        lines = session.log_path.read_text(errors='replace').splitlines()
+    except FileNotFoundError:
+        return ''
+    return '\n'.join(lines[-LOG_TAIL_LINES:])
+
+
+def _upstream_reported_version(side: sides_.Side | None) -> str:
+    if side is None:
+        return ''
+    result = subprocess.run([side.argv[0], '--version'], capture_output=True, text=True, check=False)
+    return result.stdout.strip()
+
+
+def _describe_options(options: Options) -> dict[str, Any]:
+    described = dataclasses.asdict(options)
+    described['work_dir'] = str(options.work_dir)
+    described['cache_dir'] = str(options.cache_dir)
+    return described
+
+
+def describe_machine() -> dict[str, Any]:
+    model = ''
+    try:
+        for line in pathlib.Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                model = line.partition(':')[2].strip()
+                break
+    except OSError:
+        pass
+    return {
+        'cpus_logical': os.cpu_count(),
+        'cpus_physical': psutil.cpu_count(logical=False),
+        'cpu_model': model,
+        'memory_gib': round(psutil.virtual_memory().total / 2**30, 1),
+        'platform': platform.platform(),
+        'python': sys.version.split()[0],
+    }

@@ -1,0 +1,41 @@
+"""Many objects at once, with the operator idle and watching: created, then updated, then deleted."""
+import collections
+
+from benchmarks import cluster, metrics
+from benchmarks.scenarios.session import Figures, Session, peak_rss_mib
+from benchmarks.tracker import all_created, all_gone, all_updated
+
+PHASES = ('create', 'update', 'delete')
+
+
+async def burst(session: Session, objects: int) -> Figures:
+    api, variant, namespace = session.api, session.variant, session.namespace
+    concurrency = session.settings.concurrency
+    names = [cluster.object_name(index) for index in range(objects)]
+    create = await session.phase(
+        lambda: cluster.create_objects(api, variant, namespace, objects, field='initial', concurrency=concurrency),
+        all_created(names), objects=objects)
+    update = await session.phase(
+        lambda: cluster.update_objects(api, variant, namespace, names, field='updated', concurrency=concurrency),
+        all_updated(names, 'updated'), objects=objects)
+    delete = await session.phase(
+        lambda: cluster.delete_objects(api, variant, namespace, names, concurrency=concurrency),
+        all_gone(names), objects=objects)
+
+    phases = dict(zip(PHASES, (create, update, delete), strict=True))
+    requests: collections.Counter[str] = collections.Counter()
+    for phase in phases.values():
+        requests.update(phase['requests'])
+    cpu_s = sum(phase['cpu_s'] for phase in phases.values())
+    figures: Figures = {f'{name}_{key}': phase[key] for name, phase in phases.items()
+                        for key in ('wall_s', 'until_idle_s', 'cpu_s')}
+    figures.update({
+        'wall_s': sum(phase['wall_s'] for phase in phases.values()),
+        'cpu_s': cpu_s,
+        'cpu_per_object_ms': cpu_s / objects * 1000,
+        'requests': dict(sorted(requests.items())),
+        'requests_per_object': metrics.total(requests) / objects,
+        'events_per_object': metrics.events_posted(requests) / objects,
+        'peak_rss_mib': peak_rss_mib(session.running),
+    })
+    return figures

@@ -1,0 +1,198 @@
+"""
+The sides compared, each run as its own operator process and observed from outside.
+
+- ``ours``: the ``kopf`` command of this environment (kopf-core, kopf-client, kopf-cli).
+- ``upstream``: ``kopf`` of upstream Kopf from PyPI, installed into a virtual
+  environment of its own (never into this one), built once and cached.
+- ``bare``: no framework (``bare.py``): the bound of what the API server allows.
+
+The framework sides run the very same file, ``bench_operator.py``, with
+``--standalone -n <namespace>``. The process's CPU time and peak RSS are read
+with psutil (and the kernel's own high-water mark of RSS where there is one).
+"""
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+OPERATOR_FILE = pathlib.Path(__file__).resolve().parent / 'bench_operator.py'
+UPSTREAM_VERSION = '1.45.2'
+SIDES = ('ours', 'upstream', 'bare')
+_COMPLETE_MARKER = '.complete'
+_RSS_POLL_INTERVAL = 0.1
+
+
+class SideUnavailable(Exception):
+    """The side cannot run at all (e.g. its environment failed to build)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    name: str
+    argv: tuple[str, ...]  # the command up to (not including) the operator's own arguments
+    version: str
+    is_framework: bool = True
+
+    def command(self, namespace: str) -> list[str]:
+        if self.is_framework:
+            return [*self.argv, str(OPERATOR_FILE), '--standalone', '-n', namespace]
+        return [*self.argv, '--namespace', namespace]
+
+
+def make_side(name: str, *, cache_dir: pathlib.Path) -> Side:
+    if name == 'ours':
+        return Side('ours', (_ours_kopf(), 'run'), version=_our_versions())
+    if name == 'upstream':
+        venv = ensure_upstream_venv(cache_dir)
+        return Side('upstream', (str(venv / 'bin' / 'kopf'), 'run'), version=f'kopf=={UPSTREAM_VERSION}')
+    if name == 'bare':
+        return Side('bare', (sys.executable, '-m', 'benchmarks.bare'), version='aiohttp only', is_framework=False)
+    raise ValueError(f'Unknown side: {name!r}; expected one of {SIDES}')
+
+
+def default_cache_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get('XDG_CACHE_HOME', pathlib.Path.home() / '.cache')) / 'kopf-bench'
+
+
+def ensure_upstream_venv(cache_dir: pathlib.Path) -> pathlib.Path:
+    """
+    A virtual environment with upstream Kopf from PyPI, built on first use.
+
+    A venv cannot be moved after it is built (its scripts name their interpreter
+    by absolute path), so it is built in place, and a marker file written last
+    tells a complete one from a build that was interrupted.
+    """
+    venv = cache_dir / f'upstream-{UPSTREAM_VERSION}'
+    if (venv / _COMPLETE_MARKER).exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    python = getattr(sys, '_base_executable', sys.executable)  # not this environment's: a clean interpreter
+    try:
+        subprocess.run([python, '-m', 'venv', str(venv)], check=True, capture_output=True, text=True)
+        subprocess.run([str(venv / 'bin' / 'pip'), 'install', '--quiet', '--disable-pip-version-check',
+                        f'kopf=={UPSTREAM_VERSION}'], check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as e:
+        raise SideUnavailable(f'Cannot build the upstream environment in {venv}:\n{e.stdout}\n{e.stderr}') from e
+    (venv / _COMPLETE_MARKER).write_text(UPSTREAM_VERSION)
+    return venv
+
+
+def _ours_kopf() -> str:
+    candidate = pathlib.Path(sys.executable).parent / 'kopf'
+    if not candidate.exists():
+        raise SideUnavailable(f'No kopf command next to {sys.executable}: run in the `bench` hatch environment.')
+    return str(candidate)
+
+
+def _our_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    versions = []
+    for package in ('kopf-core', 'kopf-client', 'kopf-cli'):
+        try:
+            versions.append(f'{package}=={version(package)}')
+        except PackageNotFoundError:
+            versions.append(f'{package} (not installed)')
+    return ', '.join(versions)
+
+
+class OperatorDied(Exception):
+    pass
+
+
+class OperatorProcess:
+    """One operator process of a side; its output goes to a log file; its resources are sampled."""
+
+    def __init__(self, side: Side, *, namespace: str, plural: str, env: dict[str, str],
+                 log_path: pathlib.Path) -> None:
+        self.side = side
+        self.argv = side.command(namespace)
+        self.env = dict(os.environ, KOPF_BENCH_PLURAL=plural, **env)
+        self.log_path = log_path
+        self.started_at = 0.0
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._process: psutil.Process | None = None
+        self._peak_rss = 0
+        self._stop_sampling = threading.Event()
+        self._sampler: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open('ab') as log:
+            self.started_at = time.monotonic()
+            self._popen = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                           cwd=REPO_ROOT, start_new_session=True)
+        self._process = psutil.Process(self._popen.pid)
+        self._sampler = threading.Thread(target=self._sample_rss, name='rss-sampler', daemon=True)
+        self._sampler.start()
+
+    def check_alive(self) -> None:
+        if self._popen is not None and self._popen.poll() is not None:
+            raise OperatorDied(f'The {self.side.name} operator has exited with {self._popen.returncode}:\n'
+                               f'{self.log_tail()}')
+
+    def cpu_seconds(self) -> float:
+        """The user+system CPU time of the process so far."""
+        self.check_alive()
+        assert self._process is not None
+        times = self._process.cpu_times()
+        return float(times.user + times.system)
+
+    def peak_rss_bytes(self) -> int:
+        """The highest RSS seen by sampling, or the kernel's own high-water mark if higher (Linux)."""
+        if self._popen is not None and self._popen.poll() is None:
+            self._peak_rss = max(self._peak_rss, _kernel_peak_rss(self._popen.pid))
+        return self._peak_rss
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Stop it as Ctrl-C does; kill it if it does not stop in time (then the exit code is None)."""
+        if self._popen is None:
+            return None
+        self.peak_rss_bytes()
+        try:
+            if self._popen.poll() is None:
+                self._popen.send_signal(signal.SIGINT)
+                try:
+                    self._popen.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    self._popen.kill()
+                    self._popen.wait()
+                    return None
+            return self._popen.returncode
+        finally:
+            self._stop_sampling.set()
+            if self._sampler is not None:
+                self._sampler.join()
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors='replace')
+        except FileNotFoundError:
+            return ''
+        return '\n'.join(text.splitlines()[-lines:])
+
+    def _sample_rss(self) -> None:
+        assert self._process is not None
+        while not self._stop_sampling.wait(_RSS_POLL_INTERVAL):
+            try:
+                self._peak_rss = max(self._peak_rss, int(self._process.memory_info().rss))
+            except psutil.Error:
+                return
+
+
+def _kernel_peak_rss(pid: int) -> int:
+    try:
+        status = pathlib.Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return 0
+    match = re.search(r'^VmHWM:\s+(\d+) kB', status, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else 0
