@@ -149,6 +149,9 @@ class ExecutionSettings:
         default_factory=concurrent.futures.ThreadPoolExecutor)
     """The executor for sync handlers (a thread pool by default)."""
 
+    default_backoff: float = 60
+    """The delay before retrying a handler after an arbitrary error, unless its ``backoff=`` is set."""
+
     _max_workers: Optional[int] = None
 
     @property

@@ -125,9 +125,7 @@ def _text(exc: BaseException) -> str:
 
 
 def _default_backoff(settings: configuration.OperatorSettings) -> float:
-    execution = settings.execution
-    value = getattr(execution, 'default_backoff', None)
-    return float(value) if value is not None else handlers.DEFAULT_BACKOFF
+    return float(settings.execution.default_backoff)
 
 
 def _temporary_outcome(
