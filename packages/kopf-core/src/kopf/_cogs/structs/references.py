@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import fnmatch
 import re
+import urllib.parse
 from typing import Collection, FrozenSet, Iterable, Iterator, Mapping, Optional
 
 NamespacePattern = str
@@ -101,7 +102,8 @@ class Resource:
         if subresource is not None:
             parts.append(subresource)
         path = '/'.join(parts)
-        query = '&'.join(f'{key}={value}' for key, value in (params or {}).items())
+        # Selectors contain '=', ',', '!', spaces: they must be escaped to survive as query values.
+        query = urllib.parse.urlencode(params or {})
         url = path if not query else f'{path}?{query}'
         return url if server is None else server.rstrip('/') + url
 

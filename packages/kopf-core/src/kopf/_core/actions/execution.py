@@ -125,7 +125,8 @@ def _text(exc: BaseException) -> str:
 
 
 def _default_backoff(settings: configuration.OperatorSettings) -> float:
-    return float(settings.execution.default_backoff)
+    # Kept as configured (not coerced to float): the log line shows "60 seconds", not "60.0 seconds".
+    return settings.execution.default_backoff
 
 
 def _temporary_outcome(
@@ -136,14 +137,19 @@ def _temporary_outcome(
         exc: BaseException,
         delay: Optional[float],
 ) -> progression.HandlerOutcome:
+    # If the next attempt is already known to be beyond the limits, fail now: waiting for
+    # the delay only to declare the failure then would waste the time and a handling cycle.
     title, text = handler.title, _text(exc)
     if handler.timeout is not None and delay is not None and \
             state.runtime.total_seconds() + delay >= handler.timeout:
-        logger.error(f"{title} failed temporarily but will time out after {handler.timeout} seconds: {text}")
-    elif handler.retries is not None and state.retries + 1 >= handler.retries:
-        logger.error(f"{title} failed temporarily but will exceed {handler.retries} retries: {text}")
-    else:
-        logger.error(f"{title} failed temporarily: {text}")
+        message = f"{title} failed temporarily but will time out after {handler.timeout} seconds: {text}"
+        logger.error(message)
+        return progression.HandlerOutcome(final=True, exception=errors.HandlerTimeoutError(message))
+    if handler.retries is not None and state.retries + 1 >= handler.retries:
+        message = f"{title} failed temporarily but will exceed {handler.retries} retries: {text}"
+        logger.error(message)
+        return progression.HandlerOutcome(final=True, exception=errors.HandlerRetriesError(message))
+    logger.error(f"{title} failed temporarily: {text}")
     return progression.HandlerOutcome(final=False, exception=exc, delay=delay)
 
 

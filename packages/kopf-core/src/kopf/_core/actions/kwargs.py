@@ -7,7 +7,7 @@ place keeps handlers, filters and sub-handlers consistent with each other.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from kopf._cogs.structs import diffs
 from kopf._core.actions import progression
@@ -78,7 +78,7 @@ def build_changing_kwargs(
 
 def _resolve(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
-        if not isinstance(obj, dict) or key not in obj:
+        if not isinstance(obj, Mapping) or key not in obj:
             return None
         obj = obj[key]
     return obj

@@ -44,6 +44,8 @@ def match_value(criterion: ValueFilter, value: Any, *, present: bool, kwargs: Ma
 def match_meta(criteria: Optional[MetaFilter], values: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
     """Check all label or annotation criteria (joined with AND)."""
     for key, criterion in (criteria or {}).items():
+        if criterion is None:
+            criterion = PRESENT  # the old spelling of kopf.PRESENT, still seen in operators
         present = key in values
         value = values.get(key)
         if not match_value(criterion, value, present=present, kwargs=kwargs):

@@ -1,0 +1,175 @@
+"""
+Invocation of the user functions: async ones in the event loop, sync ones in the executor.
+
+A real thread pool is used (the executor of the settings); nothing is mocked.
+"""
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import threading
+from typing import Any, List
+
+import pytest
+
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._core.actions.invocation import HandlerSignatureError, check_signature, invoke, is_async_fn
+
+var: contextvars.ContextVar[str] = contextvars.ContextVar('var')
+
+
+async def test_async_functions_are_awaited_in_the_event_loop() -> None:
+    async def fn(**kwargs: Any) -> Any:
+        return threading.get_ident(), kwargs
+
+    thread_id, kwargs = await invoke(fn, kwargs={'a': 1})
+    assert thread_id == threading.get_ident()
+    assert kwargs == {'a': 1}
+
+
+async def test_sync_functions_are_called_in_the_executor() -> None:
+    def fn(**kwargs: Any) -> Any:
+        return threading.get_ident(), kwargs
+
+    thread_id, kwargs = await invoke(fn, kwargs={'a': 1})
+    assert thread_id != threading.get_ident()
+    assert kwargs == {'a': 1}
+
+
+async def test_sync_functions_use_the_executor_of_the_settings() -> None:
+    names: List[str] = []
+    settings = OperatorSettings()
+    settings.execution.executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix='custom-pool')
+
+    def fn(**_: Any) -> None:
+        names.append(threading.current_thread().name)
+
+    try:
+        await invoke(fn, kwargs={}, settings=settings)
+    finally:
+        settings.execution.executor.shutdown(wait=True)
+    assert len(names) == 1
+    assert names[0].startswith('custom-pool')
+
+
+async def test_sync_functions_see_the_context_variables() -> None:
+    def fn(**_: Any) -> str:
+        return var.get()
+
+    var.set('hello')
+    assert await invoke(fn, kwargs={}) == 'hello'
+
+
+async def test_context_changes_in_sync_functions_do_not_leak_out() -> None:
+    def fn(**_: Any) -> None:
+        var.set('changed')
+
+    var.set('original')
+    await invoke(fn, kwargs={})
+    assert var.get() == 'original'
+
+
+async def test_positional_args_are_passed_first() -> None:
+    def fn(value: Any, /, **kwargs: Any) -> Any:
+        return value, kwargs
+
+    assert await invoke(fn, args=('v',), kwargs={'a': 1}) == ('v', {'a': 1})
+
+
+async def test_exceptions_propagate_from_sync_functions() -> None:
+    def fn(**_: Any) -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        await invoke(fn, kwargs={})
+
+
+async def test_exceptions_propagate_from_async_functions() -> None:
+    async def fn(**_: Any) -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        await invoke(fn, kwargs={})
+
+
+async def _async_fn(**_: Any) -> None:
+    pass
+
+
+def _sync_fn(**_: Any) -> None:
+    pass
+
+
+class _AsyncCallable:
+    async def __call__(self, **_: Any) -> None:
+        pass
+
+
+class _SyncCallable:
+    def __call__(self, **_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize('fn, expected', [
+    pytest.param(_async_fn, True, id='async-function'),
+    pytest.param(_sync_fn, False, id='sync-function'),
+    pytest.param(functools.partial(_async_fn, a=1), True, id='async-partial'),
+    pytest.param(functools.partial(functools.partial(_async_fn, a=1), b=2), True, id='nested-async-partial'),
+    pytest.param(functools.partial(_sync_fn, a=1), False, id='sync-partial'),
+    pytest.param(_AsyncCallable(), True, id='async-callable-object'),
+    pytest.param(_SyncCallable(), False, id='sync-callable-object'),
+    pytest.param(lambda **_: None, False, id='lambda'),
+])
+def test_async_functions_are_detected(fn: Any, expected: bool) -> None:
+    assert is_async_fn(fn) is expected
+
+
+async def test_async_callable_objects_are_awaited() -> None:
+    class Callable:
+        async def __call__(self, **kwargs: Any) -> Any:
+            await asyncio.sleep(0)
+            return kwargs
+
+    assert await invoke(Callable(), kwargs={'a': 1}) == {'a': 1}
+
+
+# Signatures.
+
+def _with_kwargs(spec: Any, **kwargs: Any) -> None:
+    pass
+
+
+def _with_underscore(**_: Any) -> None:
+    pass
+
+
+@pytest.mark.parametrize('fn', [
+    pytest.param(_with_kwargs, id='named-kwargs'),
+    pytest.param(_with_underscore, id='underscore'),
+    pytest.param(lambda **_: None, id='lambda'),
+    pytest.param(functools.partial(_with_kwargs, spec=None), id='partial'),
+    pytest.param(_SyncCallable(), id='callable-object'),
+    pytest.param(getattr, id='builtin-uninspectable'),
+])
+def test_functions_with_arbitrary_kwargs_are_accepted(fn: Any) -> None:
+    check_signature(fn)
+
+
+def test_functions_without_arbitrary_kwargs_are_refused() -> None:
+    def create_fn(spec: Any, name: Any) -> None:
+        pass
+
+    with pytest.raises(HandlerSignatureError) as err:
+        check_signature(create_fn, kind='handler')
+    message = str(err.value)
+    assert 'create_fn(spec: Any, name: Any)' in message
+    assert 'must accept arbitrary keyword arguments' in message
+    assert 'add **kwargs' in message
+
+
+def test_refusal_names_the_kind_of_the_function() -> None:
+    def fn(spec: Any) -> None:
+        pass
+
+    with pytest.raises(HandlerSignatureError, match=r"^The daemon "):
+        check_signature(fn, kind='daemon')
