@@ -21,9 +21,9 @@ def create_fn(**_: object) -> dict[str, str]:
     return {'message': 'created'}  # visible as status.create_fn: the harness waits for it
 
 
-@kopf.on.update(GROUP, VERSION, PLURAL, field='spec.field', id='update_fn')  # not "update_fn/spec.field"
+@kopf.on.update(GROUP, VERSION, PLURAL, field='spec.field')
 def update_fn(new: object, **_: object) -> dict[str, object]:
-    return {'field': new}  # visible as status.update_fn.field: the harness compares it to the new value
+    return {'field': new}  # visible as status["update_fn/spec.field"].field: the harness compares it
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

@@ -90,6 +90,7 @@ def figure_stats(results: Results, scenario: str, variant: str, side: str, figur
 
 @dataclasses.dataclass(frozen=True)
 class Target:
+    key: str  # e.g. "burst-cpu", stable for tools
     description: str
     variant: str
     ours: float | None
@@ -105,25 +106,26 @@ def evaluate_targets(results: Results) -> list[Target]:
             found = figure_stats(results, scenario, variant, side, figure)
             return None if found is None else found.median
 
-        def at_most(scenario: str, figure: str, share: float, text: str, variant: str = variant) -> None:
+        def at_most(key: str, scenario: str, figure: str, share: float, text: str, variant: str = variant) -> None:
             ours, upstream = median(scenario, 'ours', figure), median(scenario, 'upstream', figure)
             met = None if ours is None or upstream is None else ours <= upstream * share
-            targets.append(Target(text, variant, ours, upstream, median(scenario, 'bare', figure), met))
+            targets.append(Target(key, text, variant, ours, upstream, median(scenario, 'bare', figure), met))
 
-        at_most('burst', 'cpu_per_object_ms', 1 / 3, 'burst: CPU per object ≤ 1/3 of upstream')
-        at_most('lifecycle', 'requests_total', 1 / 2, 'lifecycle: requests per object ≤ 1/2 of upstream')
-        at_most('restart', 'peak_rss_mib', 1 / 2, 'restart: peak RSS ≤ 1/2 of upstream')
+        at_most('burst-cpu', 'burst', 'cpu_per_object_ms', 1 / 3, 'burst: CPU per object ≤ 1/3 of upstream')
+        at_most('lifecycle-requests', 'lifecycle', 'requests_total', 1 / 2,
+                'lifecycle: requests per object ≤ 1/2 of upstream')
+        at_most('restart-rss', 'restart', 'peak_rss_mib', 1 / 2, 'restart: peak RSS ≤ 1/2 of upstream')
         idle_cpu = median('idle', 'ours', 'cpu_percent')
         idle_upstream = median('idle', 'upstream', 'cpu_percent')
-        targets.append(Target('idle: CPU < 1% of one core', variant, idle_cpu, idle_upstream, None,
+        targets.append(Target('idle-cpu', 'idle: CPU < 1% of one core', variant, idle_cpu, idle_upstream, None,
                               None if idle_cpu is None else idle_cpu < 1.0))
         for scenario in ('burst', 'restart'):
             ours, upstream, bound = (median(scenario, side, 'wall_s') for side in ('ours', 'upstream', 'bare'))
             met = None
             if ours is not None and (upstream is not None or bound is not None):
                 met = (upstream is not None and ours * 2 <= upstream) or (bound is not None and ours <= bound * 1.1)
-            targets.append(Target(f'{scenario}: wall time at least 2x faster than upstream or ≤ bound + 10%',
-                                  variant, ours, upstream, bound, met))
+            text = f'{scenario}: wall time at least 2x faster than upstream or ≤ bound + 10%'
+            targets.append(Target(f'{scenario}-wall', text, variant, ours, upstream, bound, met))
     return targets
 
 
@@ -139,7 +141,8 @@ def render_markdown(results: Results) -> str:
         f"Versions: {'; '.join(f'{key}: {value}' for key, value in versions.items() if value)}.",
         f"Sizes: burst {options['objects']} objects, restart/idle {options['restart_objects']} objects, "
         f"idle {options['idle_seconds']:g} s, {options['repeats']} repeat(s); "
-        f"started {results['started']}, took {results['duration_s'] / 60:.1f} min.",
+        f"started {results['started']}, took {results['duration_s'] / 60:.1f} min"
+        f"{' (INTERRUPTED: partial results)' if results.get('interrupted') else ''}.",
         '',
         'Cells: median (min..max) over the repeats. "bound": no framework, the fewest requests '
         'for the same visible results.',

@@ -68,7 +68,14 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
         versions = {name: side.version for name, side in available.items()}
         versions.update(cluster.describe())
         versions['upstream_reported'] = _upstream_reported_version(available.get('upstream'))
-        baselines, runs = asyncio.run(_run_all(options, cluster, list(available.values()), progress))
+        baselines: dict[str, Figures] = {}
+        runs: list[Record] = []
+        interrupted = False
+        try:
+            asyncio.run(_run_all(options, cluster, list(available.values()), baselines, runs, progress))
+        except KeyboardInterrupt:  # keep what is measured so far: a long run is worth a partial report
+            interrupted = True
+            progress('Interrupted: reporting what was measured so far.')
 
     return {
         'started': datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec='seconds'),
@@ -77,15 +84,15 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
         'machine': describe_machine(),
         'versions': versions,
         'unavailable': unavailable,
+        'interrupted': interrupted,
         'baseline': baselines,
         'runs': runs,
     }
 
 
 async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.Side],
-                   progress: Callable[[str], None]) -> tuple[dict[str, Figures], list[Record]]:
-    runs: list[Record] = []
-    baselines: dict[str, Figures] = {}
+                   baselines: dict[str, Figures], runs: list[Record], progress: Callable[[str], None]) -> None:
+    """Fill the baselines and the runs' records as they are measured (so that an interruption keeps them)."""
     async with cluster.api() as api:
         for variant_name in options.variants:
             progress(f'Baseline (no operator), {variant_name}: {options.baseline_objects} objects')
@@ -105,7 +112,6 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
                             progress(f'    {record["scenario"]}: {status}')
                         progress(f'    ({time.monotonic() - started:.0f}s)')
                         runs.extend(records)
-    return baselines, runs
 
 
 async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: KubeApi,

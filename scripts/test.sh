@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: lint and types, each package's unit tests in its own
 # environment, and the integration tests against a real Kubernetes API server
-# (a local control plane is built and started unless KUBECONFIG points to a cluster).
+# (a local control plane is built and started unless KUBECONFIG points to a cluster),
+# and a smoke run of the benchmarks.
 # Extra arguments go to the integration tests' pytest (e.g. --cluster=existing).
 source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
 
@@ -27,6 +28,8 @@ step "kopf-cli unit tests"    hatch run cli:test
 step "kopf-webhooks unit tests" hatch run webhooks:test
 step "kopf-testing unit tests" hatch run testing:test
 step "integration tests"      hatch run integration:test integration "$@"
+# Tiny sizes, both sides (ours and upstream Kopf): only that the harness still works, no figures judged.
+step "benchmarks smoke run"   hatch run bench:smoke
 
 echo
 if [ "${#failed[@]}" -ne 0 ]; then

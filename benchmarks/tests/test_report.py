@@ -1,0 +1,85 @@
+"""The aggregation of the repeats and the verdicts on the targets."""
+from typing import Any
+
+import pytest
+
+from benchmarks.report import Stats, collect, evaluate_targets, ratio, render_markdown, stats
+
+
+def run(side: str, scenario: str, ok: bool = True, **figures: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {'scenario': scenario, 'variant': 'status', 'side': side, 'repeat': 0, 'ok': ok}
+    if ok:
+        record['figures'] = figures
+    else:
+        record['error'] = 'PhaseTimeout: too slow'
+    return record
+
+
+def results(*runs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        'options': {'variants': ['status'], 'objects': 1, 'restart_objects': 1, 'idle_seconds': 1, 'repeats': 1},
+        'machine': {'cpus_logical': 2, 'cpu_model': 'x', 'memory_gib': 1, 'platform': 'p', 'python': '3'},
+        'versions': {}, 'started': 'now', 'duration_s': 60, 'baseline': {}, 'runs': list(runs),
+    }
+
+
+def test_stats_are_the_median_and_the_range() -> None:
+    assert stats([3.0, 1.0, 2.0]) == Stats(median=2.0, low=1.0, high=3.0, count=3)
+
+
+def test_no_values_make_no_stats() -> None:
+    assert stats([]) is None
+
+
+@pytest.mark.parametrize('ours, upstream, expected', [
+    pytest.param(1.0, 4.0, 0.25, id='faster'),
+    pytest.param(4.0, 0.0, None, id='upstream-zero'),
+])
+def test_the_ratio_is_ours_over_upstream(ours: float, upstream: float, expected: float | None) -> None:
+    assert ratio(stats([ours]), stats([upstream])) == expected
+
+
+def test_failed_repeats_give_no_figures() -> None:
+    data = results(run('ours', 'burst', wall_s=1.0), run('ours', 'burst', ok=False))
+    assert collect(data, 'burst', 'status', 'ours', 'wall_s') == [1.0]
+
+
+def test_request_counts_by_verb_are_figures_too() -> None:
+    data = results(run('ours', 'lifecycle', requests={'PATCH benchmarkeds': 3}), run('ours', 'lifecycle', requests={}))
+    assert collect(data, 'lifecycle', 'status', 'ours', 'requests:PATCH benchmarkeds') == [3.0, 0.0]
+
+
+def _verdicts(data: dict[str, Any]) -> dict[str, bool | None]:
+    return {target.key: target.met for target in evaluate_targets(data)}
+
+
+@pytest.mark.parametrize('ours, met', [pytest.param(3.0, True, id='a-third'), pytest.param(3.1, False, id='more')])
+def test_the_cpu_target_is_a_third_of_upstream(ours: float, met: bool) -> None:
+    data = results(run('ours', 'burst', cpu_per_object_ms=ours), run('upstream', 'burst', cpu_per_object_ms=9.0))
+    assert _verdicts(data)['burst-cpu'] is met
+
+
+def test_a_target_with_a_failed_side_is_not_measured() -> None:
+    data = results(run('ours', 'lifecycle', requests_total=3), run('upstream', 'lifecycle', ok=False))
+    assert _verdicts(data)['lifecycle-requests'] is None
+
+
+@pytest.mark.parametrize('ours, bound, met', [
+    pytest.param(5.0, 1.0, True, id='twice-as-fast'),
+    pytest.param(6.0, 5.5, True, id='near-the-bound'),
+    pytest.param(6.0, 1.0, False, id='neither'),
+])
+def test_the_wall_time_target_is_twice_as_fast_or_near_the_bound(ours: float, bound: float, met: bool) -> None:
+    data = results(run('ours', 'burst', wall_s=ours), run('upstream', 'burst', wall_s=10.0),
+                   run('bare', 'burst', wall_s=bound))
+    assert _verdicts(data)['burst-wall'] is met
+
+
+def test_the_table_has_both_sides_and_their_ratio() -> None:
+    data = results(run('ours', 'burst', wall_s=1.0), run('upstream', 'burst', wall_s=4.0))
+    assert '| burst | status | wall time, create+update+delete (s) | 1.00 | 4.00 | 0.25 |  |' in render_markdown(data)
+
+
+def test_failures_are_listed_with_their_error() -> None:
+    data = results(run('upstream', 'restart', ok=False))
+    assert '- restart, status, upstream, repeat 1: PhaseTimeout: too slow' in render_markdown(data)

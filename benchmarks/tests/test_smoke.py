@@ -1,0 +1,63 @@
+"""
+The smoke run: every side through every scenario at tiny sizes, so that the harness never rots.
+
+It asserts only that the sides completed and produced figures, not how fast
+they are: the figures of a tiny run on a shared machine mean nothing.
+It needs the local control plane's binaries (built on first use) and
+network access to PyPI for upstream Kopf's environment (built once, cached).
+"""
+import json
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+SIDES = ('ours', 'upstream')
+SCENARIOS = {
+    'burst': ('wall_s', 'cpu_per_object_ms', 'requests_per_object', 'peak_rss_mib'),
+    'lifecycle': ('requests_total',),
+    'restart': ('wall_s', 'cpu_s', 'peak_rss_mib'),
+    'idle': ('cpu_percent',),
+}
+
+
+@pytest.fixture(scope='module')
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp('smoke') / 'smoke'
+    subprocess.run([sys.executable, '-m', 'benchmarks', 'smoke', '--sides', ','.join(SIDES), '--out', str(out)],
+                   cwd=REPO_ROOT, check=True, timeout=900)
+    return json.loads(out.with_suffix('.json').read_text()), out.with_suffix('.md').read_text()
+
+
+def _records(results: dict[str, Any], scenario: str, side: str) -> list[dict[str, Any]]:
+    return [run for run in results['runs'] if (run['scenario'], run['side']) == (scenario, side)]
+
+
+@pytest.mark.parametrize('side', SIDES)
+@pytest.mark.parametrize('scenario', SCENARIOS)
+def test_every_side_completes_every_scenario(smoke_run: tuple[dict[str, Any], str], scenario: str, side: str) -> None:
+    results, _ = smoke_run
+    records = _records(results, scenario, side)
+    assert records
+    failed = [f"{run['error']}\n{run.get('log_tail', '')}" for run in records if not run['ok']]
+    assert not failed, '\n\n'.join(failed)
+
+
+@pytest.mark.parametrize('side', SIDES)
+@pytest.mark.parametrize('scenario', SCENARIOS)
+def test_every_completed_scenario_has_its_figures(
+        smoke_run: tuple[dict[str, Any], str], scenario: str, side: str) -> None:
+    results, _ = smoke_run
+    for run in _records(results, scenario, side):
+        figures = run.get('figures', {})
+        missing = [name for name in SCENARIOS[scenario] if not isinstance(figures.get(name), (int, float))]
+        assert not missing, f'{scenario}/{side} lacks {missing}: {figures}'
+
+
+def test_the_table_compares_the_sides(smoke_run: tuple[dict[str, Any], str]) -> None:
+    _, markdown = smoke_run
+    assert '| ours | upstream | ours/upstream |' in markdown
+    assert '## Targets' in markdown
