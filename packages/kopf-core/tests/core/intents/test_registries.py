@@ -243,6 +243,27 @@ def test_field_handler_of_a_nonexistent_field_keeps_every_object_in_scope() -> N
     assert is_in_scope([handler], body={'spec': {}}, kwargs=KWARGS)
 
 
+@pytest.mark.parametrize('reason', [Reason.CREATE, Reason.DELETE])
+@pytest.mark.parametrize('value, spec, expected', [
+    pytest.param('ready', {'phase': 'ready'}, True, id='value-matches'),
+    pytest.param('ready', {'phase': 'pending'}, False, id='value-differs'),
+    pytest.param(None, {'phase': 'pending'}, True, id='present'),
+    pytest.param(None, {}, False, id='absent'),
+    pytest.param(ABSENT, {}, True, id='absent-expected'),
+])
+def test_field_filters_of_non_update_handlers_check_the_current_state(
+        reason: Reason, value: Any, spec: Any, expected: bool) -> None:
+    # An object starts matching such a handler when its spec changes: a creation for it (stealth mode).
+    handler = make(reason=reason, field=('spec', 'phase'), value=value)
+    assert is_in_scope([handler], body={'spec': spec}, kwargs=KWARGS) is expected
+
+
+def test_field_filters_of_daemons_check_the_current_state() -> None:
+    handler = make(DaemonHandler, field=('spec', 'phase'), value='ready')
+    assert not is_in_scope([handler], body={'spec': {'phase': 'pending'}}, kwargs=KWARGS)
+    assert is_in_scope([handler], body={'spec': {'phase': 'ready'}}, kwargs=KWARGS)
+
+
 def test_when_filter_gets_the_kwargs() -> None:
     calls: List[Any] = []
 

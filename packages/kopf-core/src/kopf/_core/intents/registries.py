@@ -225,8 +225,12 @@ def is_in_scope(
     """
     Whether any handler's filters match the object at all (else: stealth mode).
 
-    Field handlers count as matching regardless of the field (so that a dummy
-    field handler keeps all objects in scope, as the manual suggests).
+    The update & field handlers (``@on.update``/``@on.field`` with ``field=``)
+    count as matching regardless of the field: they are about a change, not
+    about the current state, so that a dummy field handler keeps all objects
+    in scope, as the manual suggests. The ``field=``/``value=`` filters of all
+    other handlers check the current state: an object starts matching them,
+    e.g., when its spec changes --- and this is then a creation for it.
     """
     for handler in handlers_:
         meta = body.get('metadata', {})
@@ -234,6 +238,11 @@ def is_in_scope(
             continue
         if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
             continue
+        if handler.field and not getattr(handler, 'field_needs_change', None):
+            present, value = filters.resolve_field(body, handler.field)
+            criterion = handler.value if handler.value is not None else filters.PRESENT
+            if not filters.match_value(criterion, value, present=present, kwargs=kwargs):
+                continue
         if handler.when is not None and not handler.when(**kwargs):
             continue
         return True
