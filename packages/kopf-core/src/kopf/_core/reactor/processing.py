@@ -182,13 +182,17 @@ async def _process_changing(
         _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
 
     # Stealth mode: objects matching no handler's filters are neither logged nor annotated.
+    # But the event handlers' changes (if any) are theirs, not ours: they are applied anyway.
     if not registries.is_in_scope(state_handlers, body=body, kwargs=base_kwargs):
         if memory is not None and memory.daemons is not None:
             _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.FILTERS_MISMATCH)
-        if raw_type != 'DELETED' and finalizer in body.metadata.get('finalizers', []):
-            await _release_finalizer(context, resource, body, logger,
-                                     "Removing the finalizer, as there are no handlers requiring it.")
-        return CycleResult()
+        if raw_type == 'DELETED':
+            return CycleResult()
+        patched = None
+        if finalizer in body.metadata.get('finalizers', []):
+            patched = await _release_finalizer(context, resource, body, logger,
+                                               "Removing the finalizer, as there are no handlers requiring it.")
+        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
 
     diffbase_storage = settings.persistence.diffbase_storage
     progress_storage = settings.persistence.progress_storage
@@ -215,11 +219,11 @@ async def _process_changing(
         logger.debug("Adding the finalizer, thus preventing the actual deletion.")
         patched = await application.add_finalizer(client=context.client, resource=resource, body=body,
                                                   finalizer=finalizer, logger=logger)
-        return CycleResult(patched_body=patched)
+        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
     if not deleting and not needs_finalizer and has_finalizer:
         patched = await _release_finalizer(context, resource, body, logger,
                                            "Removing the finalizer, as there are no handlers requiring it.")
-        return CycleResult(patched_body=patched)
+        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
 
     if spawning_handlers and memory is not None:
         if not deleting:
@@ -386,6 +390,26 @@ async def _apply(
         return None
     return await application.apply_patch(client=context.client, resource=resource, body=body,
                                          patch=patch, logger=logger)
+
+
+async def _apply_on_top(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        patched: Optional[typedefs.RawBody],
+        patch: patches.Patch,
+        logger: Any,
+) -> Optional[typedefs.RawBody]:
+    """
+    Apply the event handlers' patch after the framework's own change of this cycle (if any).
+
+    In the cycles that only add or release the finalizer (or see the object out
+    of scope), the change handlers do not run, but the event handlers have run
+    already: their changes must not be lost. The freshest body is the one the
+    framework's own change has produced, if it has succeeded.
+    """
+    latest = bodies.Body(patched) if patched is not None else body
+    return await _apply(context, resource, latest, patch, logger) or patched
 
 
 async def _release_finalizer(
