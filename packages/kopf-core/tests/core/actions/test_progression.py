@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from kopf._cogs.configs.progress import AnnotationsProgressStorage, SmartProgressStorage
+from kopf._cogs.configs.progress import AnnotationsProgressStorage, SmartProgressStorage, StatusProgressStorage
 from kopf._cogs.structs.bodies import Body
 from kopf._cogs.structs.patches import Patch
 from kopf._core.actions import progression
@@ -255,6 +255,35 @@ def test_purge_skips_the_absent_records() -> None:
     patch = Patch()
     State({}).purge(body=make_body(), patch=patch, storage=SmartProgressStorage(), ids=['fn1'])
     assert not patch
+
+
+def test_store_removes_a_touched_dummy_left_by_an_earlier_operator() -> None:
+    body = make_body({'kopf.zalando.org/touch-dummy': NOW_TEXT})
+    state = State({HandlerId('fn1'): HandlerState(started=STARTED, purpose='create')})
+    patch = Patch()
+    state.store(body=body, patch=patch, storage=SmartProgressStorage())
+    assert patch['metadata']['annotations']['kopf.zalando.org/touch-dummy'] is None
+
+
+def test_purge_removes_a_touched_dummy_left_by_an_earlier_operator() -> None:
+    body = make_body({'kopf.zalando.org/fn1': '{}', 'kopf.zalando.org/touch-dummy': NOW_TEXT})
+    patch = Patch()
+    State({}).purge(body=body, patch=patch, storage=SmartProgressStorage(), ids=['fn1'])
+    assert patch['metadata']['annotations'] == {'kopf.zalando.org/fn1': None, 'kopf.zalando.org/touch-dummy': None}
+
+
+def test_status_dummy_is_removed_by_the_status_storage() -> None:
+    body = make_body(status={'kopf': {'dummy': NOW_TEXT, 'progress': {'fn1': {'started': STARTED_TEXT}}}})
+    patch = Patch()
+    State({}).purge(body=body, patch=patch, storage=StatusProgressStorage(), ids=['fn1'])
+    assert patch['status'] == {'kopf': {'progress': {'fn1': None}, 'dummy': None}}
+
+
+def test_no_dummy_is_added_when_there_is_none() -> None:
+    patch = Patch()
+    State({HandlerId('fn1'): HandlerState(started=STARTED, purpose='create')}).store(
+        body=make_body(), patch=patch, storage=SmartProgressStorage())
+    assert list(patch['metadata']['annotations']) == ['kopf.zalando.org/fn1']
 
 
 def test_done_when_all_given_handlers_are_finished() -> None:

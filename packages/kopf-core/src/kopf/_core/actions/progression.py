@@ -192,6 +192,7 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
             record = state.as_record()
             if record != state._origin:
                 storage.store(key=handler_id, record=record, body=body, patch=patch)
+        _untouch(body=body, patch=patch, storage=storage)
 
     def purge(
             self,
@@ -207,3 +208,16 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
             all_ids.update(state.subrefs)
         for handler_id in sorted(all_ids):
             storage.purge(key=handlers.HandlerId(handler_id), body=body, patch=patch)
+        _untouch(body=body, patch=patch, storage=storage)
+
+
+def _untouch(*, body: bodies.Body, patch: patches.Patch, storage: progress.ProgressStorage) -> None:
+    """
+    Remove the dummy field that an earlier operator has touched to wake itself up, if it is there.
+
+    Upstream Kopf touches a dummy (``kopf.zalando.org/touch-dummy``) after sleeping for the
+    delayed handlers, and removes it with its next patch. If it is stopped in between, the
+    object keeps the dummy when we take over: it is removed together with our progress, so
+    that it costs no request of its own. Nothing is added to the patch if there is no dummy.
+    """
+    storage.touch(body=body, patch=patch, value=None)
