@@ -9,6 +9,7 @@ is a small recording fake of the client protocol's writer.
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import kopf
+from kopf._cogs.clients.errors import APIUnprocessableEntityError
 from kopf._cogs.clients.protocols import PatchType
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody, RawEvent
@@ -17,7 +18,7 @@ from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.engines.indexing import OperatorIndexers
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.inventory import ObjectMemories
-from kopf._core.reactor.processing import ProcessingContext, process_resource_event
+from kopf._core.reactor.processing import CycleResult, ProcessingContext, process_resource_event
 
 RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
@@ -26,8 +27,9 @@ FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
 class RecordingClient:
     """Records the patches; answers with the merge-patched body and the next resourceVersion."""
 
-    def __init__(self, body: RawBody) -> None:
+    def __init__(self, body: RawBody, *, json_conflicts: bool = False) -> None:
         self.body = body
+        self.json_conflicts = json_conflicts
         self.patches: List[Tuple[PatchType, Any]] = []
 
     async def patch_object(
@@ -36,6 +38,8 @@ class RecordingClient:
             patch_type: PatchType = PatchType.MERGE, subresource: Optional[str] = None,
     ) -> RawBody:
         self.patches.append((patch_type, patch))
+        if patch_type == PatchType.JSON and self.json_conflicts:  # as if someone else has changed it
+            raise APIUnprocessableEntityError(status=422, message="the test operation has failed")
         if patch_type == PatchType.MERGE:
             self.body = apply_merge_patch(self.body, patch)
         version = int(self.body['metadata']['resourceVersion']) + 1
@@ -59,13 +63,14 @@ def patching_event_handler(registry: OperatorRegistry) -> None:
         patch.fns.append(add_item)
 
 
-async def process(registry: OperatorRegistry, client: RecordingClient, event_type: Optional[str] = 'ADDED') -> None:
+async def process(registry: OperatorRegistry, client: RecordingClient,
+                  event_type: Optional[str] = 'ADDED') -> CycleResult:
     indexers = OperatorIndexers()
     indexers.ready.set()
     context = ProcessingContext(registry=registry, settings=OperatorSettings(), client=client,  # type: ignore
                                 memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers)
-    await process_resource_event(context=context, resource=RESOURCE,
-                                 raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
+    return await process_resource_event(context=context, resource=RESOURCE,
+                                        raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
 
 
 def json_ops(client: RecordingClient) -> List[Any]:
@@ -131,3 +136,19 @@ async def test_nothing_is_patched_for_objects_gone_from_the_cluster() -> None:
     client = RecordingClient(body_with())
     await process(registry, client, event_type='DELETED')
     assert client.patches == []
+
+
+async def test_merge_patched_version_is_awaited_even_if_the_functions_are_rejected() -> None:
+    # The events older than the merge-patched version (e.g. with no diff-base yet) are stale:
+    # the worker must skip them, or it would handle the creation again.
+    registry = OperatorRegistry()
+
+    @kopf.on.create('kopf.dev', 'v1', 'kopfexamples', registry=registry)
+    def create_fn(patch: kopf.Patch, **_: Any) -> None:
+        patch.fns.append(add_item)
+
+    client = RecordingClient(body_with(), json_conflicts=True)
+    result = await process(registry, client)
+    assert [patch_type for patch_type, _ in client.patches] == [PatchType.MERGE, PatchType.JSON]
+    assert result.patched_body is not None
+    assert result.patched_body['metadata']['resourceVersion'] == '101'

@@ -63,8 +63,9 @@ async def apply_patch(
 
     fns = list(patch.fns)
     if fns:
+        # If the functions are rejected, the merge-patched version is still the latest one known.
         latest = await _apply_fns(client=client, resource=resource, body=latest or dict(body),
-                                  fns=fns, patch=patch, logger=logger)
+                                  fns=fns, patch=patch, logger=logger) or latest
     return latest
 
 
