@@ -82,6 +82,20 @@ def wait_for_object(cluster: Cluster, namespace: str, name: str, predicate: Call
         time.sleep(0.2)
 
 
+def wait_for_event(cluster: Cluster, namespace: str, name: str, message: str, *, timeout: float = 20) -> Object:
+    """Poll the k8s-events of the object until one has the message (they are posted asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        events = json.loads(cluster.kubectl('get', 'events', '-n', namespace, '-o', 'json',
+                                            f'--field-selector=involvedObject.name={name}').stdout)['items']
+        found = [event for event in events if event.get('message') == message]
+        if found:
+            return found[0]  # type: ignore[no-any-return]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"No k8s-event {message!r} in {timeout}s:\n{json.dumps(events)}")
+        time.sleep(0.2)
+
+
 def record_of(obj: Object, handler_id: str) -> Any:
     """The handler's progress record as stored in its annotation (``None`` if absent)."""
     raw = obj['metadata'].get('annotations', {}).get(f'{PREFIX}/{handler_id}')
@@ -132,6 +146,11 @@ def test_permanent_error_fails_the_handler_at_once_without_retries(
     assert record_of(obj, 'permanent_fn') is None
     assert 'permanent_fn' not in obj.get('status', {})
     assert DIFFBASE in obj['metadata']['annotations']
+
+    # The error is reported via the object's k8s-events too.
+    event = wait_for_event(cluster, namespace, 'obj', "Handler 'permanent_fn' failed permanently: never ever")
+    assert event['type'] == 'Warning'
+    assert event['involvedObject']['uid'] == obj['metadata']['uid']
 
 
 def test_arbitrary_exception_is_retried_with_the_backoff_and_then_succeeds(
