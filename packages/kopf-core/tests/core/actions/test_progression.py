@@ -325,3 +325,60 @@ def test_states_can_be_dropped_by_ids() -> None:
     assert list(remaining) == ['b']
     assert remaining.purpose == 'create'
     assert len(state) == 2
+
+
+# The storage that remembers what the object cannot keep (e.g. a pruned status).
+
+RECORD: Any = {'started': STARTED_TEXT, 'purpose': 'create', 'retries': 1, 'success': False, 'failure': False}
+
+
+def test_remembering_storage_remembers_the_records_missing_from_the_patched_object() -> None:
+    lost: Dict[str, Any] = {}
+    storage = progression.RememberingStorage(StatusProgressStorage(), lost)
+    patch = Patch()
+    storage.store(key='fn1', record=RECORD, body=make_body(), patch=patch)
+    assert patch['status']['kopf']['progress']['fn1']['retries'] == 1  # still written to the storage
+    assert storage.verify(make_body(status={}))  # as pruned by the API server
+    assert lost == {'fn1': RECORD}
+    assert storage.fetch(key='fn1', body=make_body()) == RECORD
+
+
+def test_remembering_storage_forgets_nothing_kept_by_the_storage() -> None:
+    lost: Dict[str, Any] = {}
+    storage = progression.RememberingStorage(StatusProgressStorage(), lost)
+    storage.store(key='fn1', record=RECORD, body=make_body(), patch=Patch())
+    assert not storage.verify(make_body(status={'kopf': {'progress': {'fn1': RECORD}}}))
+    assert lost == {}
+
+
+def test_remembering_storage_prefers_what_the_storage_keeps() -> None:
+    kept = dict(RECORD, retries=5)
+    storage = progression.RememberingStorage(StatusProgressStorage(), {'fn1': RECORD})
+    assert storage.fetch(key='fn1', body=make_body(status={'kopf': {'progress': {'fn1': kept}}})) == kept
+
+
+def test_remembering_storage_forgets_the_purged_records_even_if_nothing_is_patched() -> None:
+    lost: Dict[str, Any] = {'fn1': RECORD, 'fn2': RECORD}
+    storage = progression.RememberingStorage(StatusProgressStorage(), lost)
+    storage.purge(key='fn1', body=make_body(), patch=Patch())
+    storage.verify(None)
+    assert lost == {'fn2': RECORD}
+
+
+def test_remembering_storage_updates_the_lost_records_if_nothing_is_patched() -> None:
+    lost: Dict[str, Any] = {'fn1': RECORD}
+    storage = progression.RememberingStorage(StatusProgressStorage(), lost)
+    newer: Any = dict(RECORD, retries=2)
+    storage.store(key='fn1', record=newer, body=make_body(), patch=Patch())
+    storage.store(key='fn2', record=newer, body=make_body(), patch=Patch())
+    assert not storage.verify(None)
+    assert lost == {'fn1': newer}  # fn2 is not known to be lost: not remembered
+
+
+def test_remembering_storage_delegates_the_rest() -> None:
+    storage = progression.RememberingStorage(SmartProgressStorage(), {})
+    patch = Patch()
+    storage.touch(body=make_body(), patch=patch, value='x')
+    assert patch['metadata']['annotations'] == {'kopf.zalando.org/touch-dummy': 'x'}
+    essence = {'metadata': {'annotations': {'kopf.zalando.org/fn1': '{}', 'other': 'v'}}}
+    assert storage.clear(essence=essence) == {'metadata': {'annotations': {'other': 'v'}}}

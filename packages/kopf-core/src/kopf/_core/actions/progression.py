@@ -221,3 +221,71 @@ def _untouch(*, body: bodies.Body, patch: patches.Patch, storage: progress.Progr
     that it costs no request of its own. Nothing is added to the patch if there is no dummy.
     """
     storage.touch(body=body, patch=patch, value=None)
+
+
+class RememberingStorage(progress.ProgressStorage):
+    """
+    The configured progress storage, plus the records that it has failed to keep.
+
+    A storage can lose what is written to it: e.g., a status whose schema lacks
+    ``x-kubernetes-preserve-unknown-fields`` is pruned by the API server, so the
+    records in ``status.kopf.progress`` vanish as soon as they are patched. Then
+    every cycle would start from scratch: the finished handlers would run again,
+    the retries would never count, and the ``retries=`` limits would never stop
+    them — an endless loop. So the records that are verified to be lost (absent
+    from the object as patched) are kept in ``lost`` (the object's memory) and
+    read from there. This does not survive a restart — nothing can, with such a
+    storage — but it keeps one operator process correct until the CRD is fixed.
+    Whatever the storage does keep always has precedence over the memory.
+    """
+
+    def __init__(self, storage: progress.ProgressStorage, lost: Dict[str, progress.ProgressRecord]) -> None:
+        super().__init__()
+        self.storage = storage
+        self.lost = lost
+        self._written: Dict[str, Optional[progress.ProgressRecord]] = {}  # None for the purged ones
+
+    def fetch(self, *, key: str, body: bodies.Body) -> Optional[progress.ProgressRecord]:
+        record = self.storage.fetch(key=key, body=body)
+        return record if record is not None else self.lost.get(key)
+
+    def store(self, *, key: str, record: progress.ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
+        self.storage.store(key=key, record=record, body=body, patch=patch)
+        self._written[key] = record
+
+    def purge(self, *, key: str, body: bodies.Body, patch: patches.Patch) -> None:
+        self.storage.purge(key=key, body=body, patch=patch)
+        self._written[key] = None
+
+    def touch(self, *, body: bodies.Body, patch: patches.Patch, value: Optional[str]) -> None:
+        self.storage.touch(body=body, patch=patch, value=value)
+
+    def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
+        return self.storage.clear(essence=essence)
+
+    def flush(self) -> None:
+        self.storage.flush()
+
+    def verify(self, body: Optional[bodies.Body]) -> bool:
+        """
+        Remember the records written in this cycle that the patched object does not have.
+
+        ``body`` is the object as the API has returned it after the patch, or ``None``
+        if nothing was patched: then, only the records already known to be lost are
+        updated, since their storage has evidently not kept them before either.
+        Returns whether any record is newly found to be lost.
+        """
+        newly_lost = False
+        for key, record in self._written.items():
+            if record is None:
+                self.lost.pop(key, None)
+            elif body is None:
+                if key in self.lost:
+                    self.lost[key] = record
+            elif self.storage.fetch(key=key, body=body) is None:
+                newly_lost = newly_lost or key not in self.lost
+                self.lost[key] = record
+            else:
+                self.lost.pop(key, None)
+        self._written.clear()
+        return newly_lost

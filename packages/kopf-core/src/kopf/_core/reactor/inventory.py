@@ -3,7 +3,8 @@ The in-memory knowledge about the objects: only what must outlive one event.
 
 An object's memory lives while the object exists (it is forgotten on the
 DELETED event), so memory is bounded by what is watched. It never holds what
-must survive a restart: that is stored on the object itself.
+must survive a restart: that is stored on the object itself — except what the
+object cannot keep (see ``progression.RememberingStorage``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ class ObjectMemory:
     initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
     pending_fns: List[Any] = dataclasses.field(default_factory=list)  # patch.fns rejected by a conflict
     daemons: Optional[daemons_.DaemonsMemory] = None  # only for objects that have daemons or timers
+    # The progress records that the progress storage has failed to keep (e.g. in a pruned status).
+    lost_progress: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class ObjectMemories:

@@ -17,7 +17,7 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from kopf._cogs.clients import protocols
-from kopf._cogs.configs import configuration
+from kopf._cogs.configs import configuration, progress
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers, progression, subhandling
@@ -244,17 +244,23 @@ async def _process_changing(
 
     cause_kwargs = kwargs_.build_changing_kwargs(cause)
     selected = registries.select_changing_handlers(all_handlers, cause=cause, kwargs=cause_kwargs)
+    # The progress that the storage fails to keep (e.g. in a pruned status) is remembered instead:
+    # otherwise, every cycle would start from scratch and re-run the finished handlers endlessly.
+    remembering = progression.RememberingStorage(progress_storage,
+                                                 memory.lost_progress if memory is not None else {})
     delay = await _run_handlers(context=context, cause=cause, selected=selected, all_handlers=all_handlers,
-                                old=old, new=new)
+                                old=old, new=new, progress_storage=remembering)
 
     if delay is None and memory is not None:
         memory.initial_pending = False
     if delay is None and deleting:
         patched = await _apply(context, resource, body, patch, logger)
+        remembering.verify(bodies.Body(patched) if patched is not None else None)
         patched = await _release_finalizer(context, resource, bodies.Body(patched) if patched else body, logger,
                                            "Removing the finalizer, thus allowing the actual deletion.")
         return CycleResult(patched_body=patched)
     patched = await _apply(context, resource, body, patch, logger)
+    remembering.verify(bodies.Body(patched) if patched is not None else None)
     if delay is None:
         logger.debug("Handling cycle is finished, waiting for new changes.")
     return CycleResult(delay=delay, patched_body=patched)
@@ -268,10 +274,10 @@ async def _run_handlers(
         all_handlers: Sequence[handlers.ChangingHandler],
         old: Optional[Mapping[str, Any]],
         new: Mapping[str, Any],
+        progress_storage: progress.ProgressStorage,
 ) -> Optional[float]:
     """Execute the due handlers, record the outcomes; return the delay until the next attempt."""
     settings = context.settings
-    progress_storage = settings.persistence.progress_storage
     diffbase_storage = settings.persistence.diffbase_storage
     body, patch, logger = cause.body, cause.patch, cause.logger
     purpose = cause.reason.value
