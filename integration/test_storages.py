@@ -272,3 +272,26 @@ def test_pruned_status_is_reported_once_with_the_fix_and_does_not_loop(
     assert calls(log, 'create_fn') == calls(log, 'gated_fn') == ['retry=0']
     assert calls(log, 'update_fn') == ["old='a', new='b'"]
     assert len(re.findall(FINISHED, log)) == 2
+
+
+def test_pruned_status_with_the_progress_in_it_is_reported_once_and_does_not_loop(
+        cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> None:
+    # The manual warns that the status storage cannot store anything in a pruned status. If the
+    # lost progress were taken as no progress, every cycle would start anew: the finished handler
+    # would run again and again, the retry counter would stay at 0. It is remembered instead.
+    create(cluster, namespace, PRUNED)
+    operator = start_operator(namespace, tmp_path / 'op.log', PRUNED, 'status', 'annotations')
+    try:
+        operator.wait_for(r"Handler 'gated_fn' failed temporarily: waiting for the go label")
+        cluster.kubectl('label', '-n', namespace, PRUNED, 'obj', 'go=yes')
+        operator.wait_for(r"Handler 'gated_fn' succeeded\.")
+        log = operator.wait_for(FINISHED)
+        obj = wait_for_object(cluster, namespace, PRUNED, lambda o: DIFFBASE in annotations_of(o))
+    finally:
+        assert operator.stop() == 0
+    assert len(re.findall(r"\] The status of .* is pruned by the API server", log)) == 1
+    assert calls(log, 'create_fn') == ['retry=0']
+    assert calls(log, 'gated_fn') == ['retry=0', 'retry=1']
+    assert "Creation is processed: 2 succeeded; 0 failed." in log
+    assert not obj.get('status')
+    assert json.loads(annotations_of(obj)[DIFFBASE]) == ESSENCE
