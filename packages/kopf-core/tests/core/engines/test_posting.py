@@ -253,6 +253,20 @@ async def test_object_log_messages_are_not_events_when_posting_is_disabled(
 
 
 @pytest.mark.usefixtures('objects_logging')
+async def test_object_log_messages_are_not_events_when_loggers_are_not_posted(
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
+) -> None:
+    settings.posting.loggers = False
+    loggers.ObjectLogger(body=POD, settings=settings).error("Hello.")
+    posting.warn(POD, reason='Explicit', message='Still posted.')
+    assert [(event.reason, event.message) for event in drain(event_queue)] == [('Explicit', 'Still posted.')]
+
+
+def test_object_log_messages_are_posted_by_default() -> None:
+    assert OperatorSettings().posting.loggers is True
+
+
+@pytest.mark.usefixtures('objects_logging')
 async def test_local_object_log_messages_are_never_events(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
 ) -> None:

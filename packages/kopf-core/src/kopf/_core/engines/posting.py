@@ -243,6 +243,7 @@ class K8sPoster(logging.Handler):
         return (
             isinstance(settings, configuration.OperatorSettings)
             and settings.posting.enabled
+            and settings.posting.loggers
             and record.levelno >= settings.posting.level
             and not getattr(record, 'k8s_skip', False)
             and loggers.get_object_ref(record) is not None
