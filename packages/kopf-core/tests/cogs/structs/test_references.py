@@ -267,9 +267,13 @@ def test_categories_serve_several_groups_without_ambiguity() -> None:
     assert not selector.is_ambiguous(ALL)
 
 
-def test_everything_serves_all_preferred_resources_except_core_v1_events() -> None:
+def test_everything_serves_all_preferred_resources_except_events() -> None:
     selected = Selector(EVERYTHING).select(ALL)
-    assert selected == {KOPFEXAMPLES, PODS, METRICS_PODS, NEW_EVENTS, DEPLOYMENTS, NAMESPACES, WIDGETS_A, WIDGETS_B}
+    assert selected == {KOPFEXAMPLES, PODS, METRICS_PODS, DEPLOYMENTS, NAMESPACES, WIDGETS_A, WIDGETS_B}
+
+
+def test_new_events_are_served_when_named_explicitly() -> None:
+    assert Selector('events.k8s.io', 'events').select(ALL) == {NEW_EVENTS}
 
 
 def test_everything_in_a_group_serves_only_that_group() -> None:

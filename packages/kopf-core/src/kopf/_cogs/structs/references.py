@@ -31,6 +31,9 @@ class EverythingMarker(enum.Enum):
 
 EVERYTHING = EverythingMarker.EVERYTHING
 
+# The API groups that serve the cluster's k8s-events (the same objects in both).
+_EVENT_GROUPS = frozenset({'', 'events.k8s.io'})
+
 
 @dataclasses.dataclass(frozen=True)
 class Resource:
@@ -200,8 +203,9 @@ class Selector:
         if self.category is not None and self.category not in resource.categories:
             return False
         if self.any_name is EVERYTHING:
-            # Core v1 events would cause an "event explosion" when posting our own events.
-            if resource.group == '' and resource.plural == 'events':
+            # Core v1 events would cause an "event explosion" when posting our own events;
+            # events.k8s.io serves the very same objects under another group, so it goes too.
+            if resource.group in _EVENT_GROUPS and resource.plural == 'events':
                 return False
         elif self.any_name is not None:
             names = {resource.kind, resource.plural, resource.singular, *resource.shortcuts}
