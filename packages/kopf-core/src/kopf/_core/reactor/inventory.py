@@ -4,7 +4,7 @@ The in-memory knowledge about the objects: only what must outlive one event.
 An object's memory lives while the object exists (it is forgotten on the
 DELETED event), so memory is bounded by what is watched. It never holds what
 must survive a restart: that is stored on the object itself — except what the
-object cannot keep (see ``progression.RememberingStorage``).
+object cannot keep (see ``remembering``).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import copy
 import dataclasses
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
+from kopf._core.actions import remembering
 from kopf._core.engines import daemons as daemons_
 
 
@@ -21,8 +22,8 @@ class ObjectMemory:
     initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
     pending_fns: List[Any] = dataclasses.field(default_factory=list)  # patch.fns rejected by a conflict
     daemons: Optional[daemons_.DaemonsMemory] = None  # only for objects that have daemons or timers
-    # The progress records that the progress storage has failed to keep (e.g. in a pruned status).
-    lost_progress: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What the storages have failed to keep on the object (e.g. in a pruned status).
+    lost: remembering.LostState = dataclasses.field(default_factory=remembering.LostState)
 
 
 class ObjectMemories:

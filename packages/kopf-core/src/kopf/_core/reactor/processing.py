@@ -17,10 +17,10 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from kopf._cogs.clients import protocols
-from kopf._cogs.configs import configuration, progress
+from kopf._cogs.configs import configuration, diffbase, progress
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
-from kopf._core.actions import application, execution, invocation, loggers, progression, subhandling
+from kopf._core.actions import application, execution, invocation, loggers, progression, remembering, subhandling
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.engines import daemons, indexing, stoppers
 from kopf._core.intents import causes, handlers, registries
@@ -194,8 +194,11 @@ async def _process_changing(
                                                "Removing the finalizer, as there are no handlers requiring it.")
         return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
 
-    diffbase_storage = settings.persistence.diffbase_storage
-    progress_storage = settings.persistence.progress_storage
+    # What the storages fail to keep (e.g. in a pruned status) is remembered instead: otherwise,
+    # every cycle would start from scratch and re-run the finished handlers endlessly.
+    lost = memory.lost if memory is not None else remembering.LostState()
+    diffbase_storage = remembering.RememberingDiffBaseStorage(settings.persistence.diffbase_storage, lost)
+    progress_storage = remembering.RememberingProgressStorage(settings.persistence.progress_storage, lost)
     extra_fields = context.registry.get_extra_fields(resource=resource)
     old = diffbase_storage.fetch(body=body)
     old = progress_storage.clear(essence=old) if old is not None else None
@@ -244,23 +247,22 @@ async def _process_changing(
 
     cause_kwargs = kwargs_.build_changing_kwargs(cause)
     selected = registries.select_changing_handlers(all_handlers, cause=cause, kwargs=cause_kwargs)
-    # The progress that the storage fails to keep (e.g. in a pruned status) is remembered instead:
-    # otherwise, every cycle would start from scratch and re-run the finished handlers endlessly.
-    remembering = progression.RememberingStorage(progress_storage,
-                                                 memory.lost_progress if memory is not None else {})
     delay = await _run_handlers(context=context, cause=cause, selected=selected, all_handlers=all_handlers,
-                                old=old, new=new, progress_storage=remembering)
+                                old=old, new=new, progress_storage=progress_storage,
+                                diffbase_storage=diffbase_storage)
 
     if delay is None and memory is not None:
         memory.initial_pending = False
     if delay is None and deleting:
         patched = await _apply(context, resource, body, patch, logger)
-        remembering.verify(bodies.Body(patched) if patched is not None else None)
+        progress_storage.verify(bodies.Body(patched) if patched is not None else None)
         patched = await _release_finalizer(context, resource, bodies.Body(patched) if patched else body, logger,
                                            "Removing the finalizer, thus allowing the actual deletion.")
         return CycleResult(patched_body=patched)
     patched = await _apply(context, resource, body, patch, logger)
-    remembering.verify(bodies.Body(patched) if patched is not None else None)
+    patched_body = bodies.Body(patched) if patched is not None else None
+    progress_storage.verify(patched_body)
+    diffbase_storage.verify(patched_body)
     if delay is None:
         logger.debug("Handling cycle is finished, waiting for new changes.")
     return CycleResult(delay=delay, patched_body=patched)
@@ -275,10 +277,10 @@ async def _run_handlers(
         old: Optional[Mapping[str, Any]],
         new: Mapping[str, Any],
         progress_storage: progress.ProgressStorage,
+        diffbase_storage: diffbase.DiffBaseStorage,
 ) -> Optional[float]:
     """Execute the due handlers, record the outcomes; return the delay until the next attempt."""
     settings = context.settings
-    diffbase_storage = settings.persistence.diffbase_storage
     body, patch, logger = cause.body, cause.patch, cause.logger
     purpose = cause.reason.value
     title = causes.TITLES[cause.reason]
