@@ -274,24 +274,29 @@ def test_pruned_status_is_reported_once_with_the_fix_and_does_not_loop(
     assert len(re.findall(FINISHED, log)) == 2
 
 
-def test_pruned_status_with_the_progress_in_it_is_reported_once_and_does_not_loop(
+def test_pruned_status_with_the_state_in_it_is_reported_once_and_does_not_loop(
         cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> None:
-    # The manual warns that the status storage cannot store anything in a pruned status. If the
-    # lost progress were taken as no progress, every cycle would start anew: the finished handler
-    # would run again and again, the retry counter would stay at 0. It is remembered instead.
+    # The manual warns that the status storages cannot store anything in a pruned status. If the
+    # lost state were taken as no state, every cycle would start anew: the finished handlers would
+    # run again and again, the retry counter would stay at 0, and every change would be a creation.
+    # The operator remembers what the object cannot keep instead (until it is restarted).
     create(cluster, namespace, PRUNED)
-    operator = start_operator(namespace, tmp_path / 'op.log', PRUNED, 'status', 'annotations')
+    operator = start_operator(namespace, tmp_path / 'op.log', PRUNED, 'status', 'status')
     try:
         operator.wait_for(r"Handler 'gated_fn' failed temporarily: waiting for the go label")
         cluster.kubectl('label', '-n', namespace, PRUNED, 'obj', 'go=yes')
         operator.wait_for(r"Handler 'gated_fn' succeeded\.")
-        log = operator.wait_for(FINISHED)
-        obj = wait_for_object(cluster, namespace, PRUNED, lambda o: DIFFBASE in annotations_of(o))
+        operator.wait_for(FINISHED)
+        cluster.kubectl('patch', '-n', namespace, PRUNED, 'obj', '--type=merge', '-p', '{"spec": {"field": "b"}}')
+        operator.wait_for(r"Handler 'update_fn/spec.field' succeeded\.")
+        log = operator.wait_for(FINISHED, count=2)
     finally:
         assert operator.stop() == 0
     assert len(re.findall(r"\] The status of .* is pruned by the API server", log)) == 1
     assert calls(log, 'create_fn') == ['retry=0']
     assert calls(log, 'gated_fn') == ['retry=0', 'retry=1']
+    assert calls(log, 'update_fn') == ["old='a', new='b'"]
     assert "Creation is processed: 2 succeeded; 0 failed." in log
+    obj = get_object(cluster, namespace, PRUNED)
     assert not obj.get('status')
-    assert json.loads(annotations_of(obj)[DIFFBASE]) == ESSENCE
+    assert not annotations_of(obj)  # nothing is stored elsewhere instead
