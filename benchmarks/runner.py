@@ -46,7 +46,6 @@ class Options:
     baseline_objects: int = 100
     settings: Settings = dataclasses.field(default_factory=Settings)
     work_dir: pathlib.Path = pathlib.Path('benchmarks/results/work')
-    cache_dir: pathlib.Path = dataclasses.field(default_factory=sides_.default_cache_dir)
 
 
 def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
@@ -57,7 +56,7 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
     for name in options.sides:
         progress(f'Preparing the side: {name}')
         try:
-            available[name] = sides_.make_side(name, cache_dir=options.cache_dir)
+            available[name] = sides_.make_side(name)
         except sides_.SideUnavailable as e:
             unavailable[name] = str(e)
             progress(f'  unavailable: {e}')
@@ -192,7 +191,6 @@ def _upstream_reported_version(side: sides_.Side | None) -> str:
 def _describe_options(options: Options) -> dict[str, Any]:
     described = dataclasses.asdict(options)
     described['work_dir'] = str(options.work_dir)
-    described['cache_dir'] = str(options.cache_dir)
     return described
 
 

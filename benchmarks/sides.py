@@ -3,7 +3,8 @@ The sides compared, each run as its own operator process and observed from outsi
 
 - ``ours``: the ``kopf`` command of this environment (kopf-core, kopf-client, kopf-cli).
 - ``upstream``: ``kopf`` of upstream Kopf from PyPI, installed into a virtual
-  environment of its own (never into this one), built once and cached.
+  environment of its own (never into this one), built once and cached
+  (``integration/upstream.py``, shared with the migration tests).
 - ``bare``: no framework (``bare.py``): the bound of what the API server allows.
 
 The framework sides run the very same file, ``bench_operator.py``, with
@@ -14,7 +15,6 @@ import dataclasses
 import os
 import pathlib
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,11 +23,12 @@ import time
 
 import psutil
 
+from integration import upstream
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPERATOR_FILE = pathlib.Path(__file__).resolve().parent / 'bench_operator.py'
-UPSTREAM_VERSION = '1.45.2'
+UPSTREAM_VERSION = upstream.UPSTREAM_VERSION
 SIDES = ('ours', 'upstream', 'bare')
-_COMPLETE_MARKER = '.complete'
 _RSS_POLL_INTERVAL = 0.1
 
 
@@ -48,43 +49,18 @@ class Side:
         return [*self.argv, '--namespace', namespace]
 
 
-def make_side(name: str, *, cache_dir: pathlib.Path) -> Side:
+def make_side(name: str) -> Side:
     if name == 'ours':
         return Side('ours', (_ours_kopf(), 'run'), version=_our_versions())
     if name == 'upstream':
-        venv = ensure_upstream_venv(cache_dir)
-        return Side('upstream', (str(venv / 'bin' / 'kopf'), 'run'), version=f'kopf=={UPSTREAM_VERSION}')
+        try:
+            executable = upstream.ensure_upstream(UPSTREAM_VERSION)
+        except RuntimeError as e:
+            raise SideUnavailable(str(e)) from e
+        return Side('upstream', (str(executable), 'run'), version=f'kopf=={UPSTREAM_VERSION}')
     if name == 'bare':
         return Side('bare', (sys.executable, '-m', 'benchmarks.bare'), version='aiohttp only', is_framework=False)
     raise ValueError(f'Unknown side: {name!r}; expected one of {SIDES}')
-
-
-def default_cache_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get('XDG_CACHE_HOME', pathlib.Path.home() / '.cache')) / 'kopf-bench'
-
-
-def ensure_upstream_venv(cache_dir: pathlib.Path) -> pathlib.Path:
-    """
-    A virtual environment with upstream Kopf from PyPI, built on first use.
-
-    A venv cannot be moved after it is built (its scripts name their interpreter
-    by absolute path), so it is built in place, and a marker file written last
-    tells a complete one from a build that was interrupted.
-    """
-    venv = cache_dir / f'upstream-{UPSTREAM_VERSION}'
-    if (venv / _COMPLETE_MARKER).exists():
-        return venv
-    shutil.rmtree(venv, ignore_errors=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    python = getattr(sys, '_base_executable', sys.executable)  # not this environment's: a clean interpreter
-    try:
-        subprocess.run([python, '-m', 'venv', str(venv)], check=True, capture_output=True, text=True)
-        subprocess.run([str(venv / 'bin' / 'pip'), 'install', '--quiet', '--disable-pip-version-check',
-                        f'kopf=={UPSTREAM_VERSION}'], check=True, capture_output=True, text=True)
-    except subprocess.CalledProcessError as e:
-        raise SideUnavailable(f'Cannot build the upstream environment in {venv}:\n{e.stdout}\n{e.stderr}') from e
-    (venv / _COMPLETE_MARKER).write_text(UPSTREAM_VERSION)
-    return venv
 
 
 def _ours_kopf() -> str:
