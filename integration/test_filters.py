@@ -17,40 +17,17 @@ from typing import Any
 import pytest
 
 from integration.controlplane import Cluster
+from integration.kubeobjects import DIFFBASE, FINISHED, apply_crds, crd_manifest, get_object, object_log_lines
 from integration.operating import OperatorProcess
 
 OPERATORS = pathlib.Path(__file__).parent / 'operators_src'
 GROUP = 'filters.kopf.dev'
-DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
-FINISHED = r"Handling cycle is finished, waiting for new changes\."
 KINDS = {'filterobjs': 'FilterObj', 'stealthobjs': 'StealthObj', 'changeobjs': 'ChangeObj'}
-
-
-def crd(plural: str) -> dict[str, Any]:
-    kind = KINDS[plural]
-    return {
-        'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
-        'metadata': {'name': f'{plural}.{GROUP}'},
-        'spec': {
-            'group': GROUP, 'scope': 'Namespaced',
-            'names': {'plural': plural, 'singular': kind.lower(), 'kind': kind},
-            'versions': [{
-                'name': 'v1', 'served': True, 'storage': True,
-                'schema': {'openAPIV3Schema': {'type': 'object', 'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                }}},
-            }],
-        },
-    }
 
 
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
-    for plural in KINDS:
-        cluster.kubectl('apply', '-f', '-', input=json.dumps(crd(plural)))
-    for plural in KINDS:
-        cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{plural}.{GROUP}')
+    apply_crds(cluster, *(crd_manifest(GROUP, plural, kind) for plural, kind in KINDS.items()))
 
 
 @pytest.fixture
@@ -78,8 +55,7 @@ def create(cluster: Cluster, namespace: str, plural: str, name: str, *, spec: di
 
 
 def get(cluster: Cluster, namespace: str, plural: str, name: str) -> dict[str, Any]:
-    result = cluster.kubectl('get', '-n', namespace, f'{plural}.{GROUP}', name, '-o', 'json')
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return get_object(cluster, namespace, f'{plural}.{GROUP}', name)
 
 
 def patch(cluster: Cluster, namespace: str, plural: str, name: str, body: dict[str, Any]) -> None:
@@ -88,8 +64,7 @@ def patch(cluster: Cluster, namespace: str, plural: str, name: str, body: dict[s
 
 def object_lines(log: str, namespace: str, name: str) -> list[str]:
     """The log lines about the object, except for those of the event handlers (they see all events)."""
-    prefix = f"[{namespace}/{name}] "
-    lines = [line.split(prefix, 1)[1] for line in log.splitlines() if prefix in line]
+    lines = object_log_lines(log, namespace, name)
     return [line for line in lines if not line.startswith("Handler 'seen_fn' ")]
 
 

@@ -16,39 +16,18 @@ from typing import Any
 import pytest
 
 from integration.controlplane import Cluster
+from integration.kubeobjects import DIFFBASE, FINALIZER, FINISHED, apply_crds, crd_manifest, get_object
+from integration.kubeobjects import object_log_lines as lines_of
 from integration.operating import OperatorProcess
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'handlers_lifecycle.py')
 GROUP = 'handlers.kopf.dev'
-FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
-DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
-FINISHED = r"Handling cycle is finished, waiting for new changes\."
-
-
-def crd(plural: str, kind: str) -> dict[str, Any]:
-    return {
-        'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
-        'metadata': {'name': f'{plural}.{GROUP}'},
-        'spec': {
-            'group': GROUP, 'scope': 'Namespaced',
-            'names': {'plural': plural, 'singular': kind.lower(), 'kind': kind},
-            'versions': [{
-                'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
-                'schema': {'openAPIV3Schema': {'type': 'object', 'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                }}},
-            }],
-        },
-    }
 
 
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
-    for plural, kind in [('handlerobjs', 'HandlerObj'), ('optionalobjs', 'OptionalObj')]:
-        cluster.kubectl('apply', '-f', '-', input=json.dumps(crd(plural, kind)))
-    for plural in ['handlerobjs', 'optionalobjs']:
-        cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{plural}.{GROUP}')
+    apply_crds(cluster, crd_manifest(GROUP, 'handlerobjs', 'HandlerObj'),
+               crd_manifest(GROUP, 'optionalobjs', 'OptionalObj'))
 
 
 @pytest.fixture
@@ -71,8 +50,7 @@ def create(cluster: Cluster, namespace: str, name: str, spec: dict[str, Any], *,
 
 
 def get(cluster: Cluster, namespace: str, name: str, plural: str = 'handlerobjs') -> dict[str, Any]:
-    result = cluster.kubectl('get', '-n', namespace, f'{plural}.{GROUP}', name, '-o', 'json')
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return get_object(cluster, namespace, f'{plural}.{GROUP}', name)
 
 
 def patch_spec(cluster: Cluster, namespace: str, name: str, spec: dict[str, Any]) -> None:
@@ -83,11 +61,6 @@ def patch_spec(cluster: Cluster, namespace: str, name: str, spec: dict[str, Any]
 def finished(operator: OperatorProcess, namespace: str, name: str, *, count: int = 1) -> str:
     """Wait until the object's handling cycles have finished ``count`` times in this run."""
     return operator.wait_for(rf"\[{namespace}/{name}\] {FINISHED}", count=count)
-
-
-def lines_of(log: str, namespace: str, name: str) -> list[str]:
-    prefix = f"[{namespace}/{name}] "
-    return [line.split(prefix, 1)[1] for line in log.splitlines() if prefix in line]
 
 
 def test_create_handler_runs_once_and_its_result_goes_to_the_status(

@@ -8,12 +8,12 @@ results in the object's status), its log, and what it watches.
 """
 import json
 import pathlib
-import time
 from typing import Any
 
 import pytest
 
 from integration.controlplane import Cluster
+from integration.kubeobjects import apply_crds, crd_manifest, get_object, poll
 from integration.operating import OperatorProcess
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'resources_specs.py')
@@ -22,51 +22,25 @@ NOTATIONS = ['by_group_version_plural', 'by_apiversion_and_plural', 'by_plural_d
              'by_singular', 'by_plural_keyword', 'by_shortcut', 'by_category']
 
 
-def crd(group: str, plural: str, kind: str, *, short_names: tuple[str, ...] = (),
-        categories: tuple[str, ...] = ()) -> str:
-    names: dict[str, Any] = {'plural': plural, 'singular': plural[:-1], 'kind': kind}
-    if short_names:
-        names['shortNames'] = list(short_names)
-    if categories:
-        names['categories'] = list(categories)
-    schema = {'openAPIV3Schema': {'type': 'object', 'properties': {
-        'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-        'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}}
-    return json.dumps({
-        'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
-        'metadata': {'name': f'{plural}.{group}'},
-        'spec': {'group': group, 'scope': 'Namespaced', 'names': names,
-                 'versions': [{'name': 'v1', 'served': True, 'storage': True, 'schema': schema}]}})
-
-
-def apply_crd(cluster: Cluster, definition: str) -> None:
-    cluster.kubectl('apply', '-f', '-', input=definition)
-    name = json.loads(definition)['metadata']['name']
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{name}')
-
-
 def create(cluster: Cluster, namespace: str, api_version: str, kind: str, name: str) -> None:
     cluster.kubectl('apply', '-n', namespace, '-f', '-', input=json.dumps({
         'apiVersion': api_version, 'kind': kind, 'metadata': {'name': name}, 'spec': {}}))
 
 
-def wait_for_status(cluster: Cluster, namespace: str, resource: str, name: str, keys: list[str],
-                    timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        output = cluster.kubectl('get', resource, name, '-n', namespace, '-o', 'json').stdout
-        status: dict[str, Any] = json.loads(output).get('status') or {}
-        if all(key in status for key in keys) or time.monotonic() > deadline:
-            return status
-        time.sleep(0.2)
+def wait_for_status(cluster: Cluster, namespace: str, resource: str, name: str, keys: list[str]) -> dict[str, Any]:
+    def status_with_keys() -> dict[str, Any] | None:
+        """The object's status has the keys."""
+        status: dict[str, Any] = get_object(cluster, namespace, resource, name).get('status') or {}
+        return status if all(key in status for key in keys) else None
+    return poll(status_with_keys, timeout=30)
 
 
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
-    apply_crd(cluster, crd('resources.kopf.dev', 'widgets', 'Widget',
-                           short_names=('wdg',), categories=('kopftests',)))
-    apply_crd(cluster, crd('a.resources.kopf.dev', 'gadgets', 'Gadget'))
-    apply_crd(cluster, crd('b.resources.kopf.dev', 'gadgets', 'Gadget'))
+    apply_crds(cluster,
+               crd_manifest('resources.kopf.dev', 'widgets', 'Widget', short_names=['wdg'], categories=['kopftests']),
+               crd_manifest('a.resources.kopf.dev', 'gadgets', 'Gadget'),
+               crd_manifest('b.resources.kopf.dev', 'gadgets', 'Gadget'))
 
 
 @pytest.fixture
@@ -104,7 +78,7 @@ def test_resources_defined_after_the_start_are_served(
     with OperatorProcess([OPERATOR, '-n', namespace, '--verbose'], log_path=tmp_path / 'op.log') as op:
         op.wait_for(r"Starting the watch-stream for widgets\.v1\.resources\.kopf\.dev")
         assert "lateones" not in op.log
-        apply_crd(cluster, crd('late.kopf.dev', 'lateones', 'LateOne'))
+        apply_crds(cluster, crd_manifest('late.kopf.dev', 'lateones', 'LateOne'))
         op.wait_for(r"Starting the watch-stream for lateones\.v1\.late\.kopf\.dev")
         create(cluster, namespace, 'late.kopf.dev/v1', 'LateOne', 'l1')
         status = wait_for_status(cluster, namespace, 'lateones.late.kopf.dev', 'l1', ['late_fn'])

@@ -11,48 +11,26 @@ and the operator's log lines.
 import json
 import pathlib
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from integration.controlplane import Cluster
+from integration.kubeobjects import FINISHED, apply_crds, crd_manifest, get_object, poll
+from integration.kubeobjects import object_log_lines as object_lines
 from integration.operating import OperatorProcess
 
 OPERATORS = pathlib.Path(__file__).parent / 'operators_src'
 GROUP = 'subhandlers.kopf.dev'
 KINDS = {'subobjs': 'SubObj', 'patchobjs': 'PatchObj'}
-FINISHED = r"Handling cycle is finished, waiting for new changes\."
 MINE = 'patches.kopf.dev/mine'
 THEIRS = 'test.kopf.dev/theirs'
 
 
-def crd(plural: str) -> dict[str, Any]:
-    kind = KINDS[plural]
-    return {
-        'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
-        'metadata': {'name': f'{plural}.{GROUP}'},
-        'spec': {
-            'group': GROUP, 'scope': 'Namespaced',
-            'names': {'plural': plural, 'singular': kind.lower(), 'kind': kind},
-            'versions': [{
-                'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
-                'schema': {'openAPIV3Schema': {'type': 'object', 'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                }}},
-            }],
-        },
-    }
-
-
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
-    for plural in KINDS:
-        cluster.kubectl('apply', '-f', '-', input=json.dumps(crd(plural)))
-    for plural in KINDS:
-        cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{plural}.{GROUP}')
+    apply_crds(cluster, *(crd_manifest(GROUP, plural, kind) for plural, kind in KINDS.items()))
 
 
 @pytest.fixture
@@ -87,25 +65,7 @@ def create(cluster: Cluster, namespace: str, plural: str, name: str, *, spec: di
 
 
 def get(cluster: Cluster, namespace: str, plural: str, name: str) -> dict[str, Any]:
-    result = cluster.kubectl('get', '-n', namespace, f'{plural}.{GROUP}', name, '-o', 'json')
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
-
-
-def poll(fn: Callable[[], Any], *, timeout: float = 20) -> Any:
-    """Wait until the function returns something truthy; return it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = fn()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Not reached in {timeout}s: {fn.__doc__}")
-        time.sleep(0.2)
-
-
-def object_lines(log: str, namespace: str, name: str) -> list[str]:
-    prefix = f"[{namespace}/{name}] "
-    return [line.split(prefix, 1)[1] for line in log.splitlines() if prefix in line]
+    return get_object(cluster, namespace, f'{plural}.{GROUP}', name)
 
 
 def test_subhandlers_of_both_styles_all_run_and_their_parents_complete(
