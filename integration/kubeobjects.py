@@ -103,3 +103,16 @@ def object_log_lines(log: str, namespace: str, name: str) -> list[str]:
     """The log lines about one object, without the timestamp, level and ``[namespace/name]`` prefix."""
     prefix = f"[{namespace}/{name}] "
     return [line.split(prefix, 1)[1] for line in log.splitlines() if prefix in line]
+
+
+def wait_for_object(cluster: Cluster, namespace: str, resource: str, name: str,
+                    predicate: Callable[[Object], bool], *, timeout: float = 20) -> Object:
+    """Poll the object until it satisfies the predicate (the operators' patches are asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        obj = get_object(cluster, namespace, resource, name)
+        if predicate(obj):
+            return obj
+        if time.monotonic() > deadline:
+            raise AssertionError(f"The object did not reach the expected state in {timeout}s:\n{json.dumps(obj)}")
+        time.sleep(0.2)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from integration import kubeobjects
 from integration.controlplane import Cluster
 from integration.operating import OperatorProcess
 
@@ -66,20 +67,12 @@ def create(cluster: Cluster, namespace: str, name: str, mode: str) -> None:
 
 
 def get_object(cluster: Cluster, namespace: str, name: str) -> Object:
-    return json.loads(cluster.kubectl('get', '-n', namespace, PLURAL, name, '-o', 'json').stdout)  # type: ignore[no-any-return]
+    return kubeobjects.get_object(cluster, namespace, PLURAL, name)
 
 
 def wait_for_object(cluster: Cluster, namespace: str, name: str, predicate: Callable[[Object], bool],
                     *, timeout: float = 20) -> Object:
-    """Poll the object until it satisfies the predicate (the operator's patches are asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        obj = get_object(cluster, namespace, name)
-        if predicate(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"The object did not reach the expected state in {timeout}s:\n{json.dumps(obj)}")
-        time.sleep(0.2)
+    return kubeobjects.wait_for_object(cluster, namespace, PLURAL, name, predicate, timeout=timeout)
 
 
 def wait_for_event(cluster: Cluster, namespace: str, name: str, message: str, *, timeout: float = 20) -> Object:

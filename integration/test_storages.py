@@ -15,12 +15,12 @@ the handlers' and framework's log lines. The formats are those of the manual's
 import json
 import pathlib
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from integration import kubeobjects
 from integration.controlplane import Cluster
 from integration.operating import OperatorProcess
 
@@ -86,20 +86,12 @@ def create(cluster: Cluster, namespace: str, plural: str, *, labels: dict[str, s
 
 
 def get_object(cluster: Cluster, namespace: str, plural: str) -> Object:
-    return json.loads(cluster.kubectl('get', '-n', namespace, plural, 'obj', '-o', 'json').stdout)  # type: ignore[no-any-return]
+    return kubeobjects.get_object(cluster, namespace, plural, 'obj')
 
 
 def wait_for_object(cluster: Cluster, namespace: str, plural: str, predicate: Callable[[Object], bool],
                     *, timeout: float = 20) -> Object:
-    """Poll the object until it satisfies the predicate (the operator's patches are asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        obj = get_object(cluster, namespace, plural)
-        if predicate(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"The object did not reach the expected state in {timeout}s:\n{json.dumps(obj)}")
-        time.sleep(0.2)
+    return kubeobjects.wait_for_object(cluster, namespace, plural, 'obj', predicate, timeout=timeout)
 
 
 def calls(log: str, name: str) -> list[str]:
