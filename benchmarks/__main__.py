@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         variants=_choices(args.variants, VARIANTS),
         sides=_choices(args.sides, sides.SIDES),
         baseline_objects=args.baseline_objects,
-        settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency),
+        settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency,
+                          posted_logs=args.posted_logs),
         work_dir=pathlib.Path(args.work_dir) if args.work_dir else out.parent / f'{out.name}.work',
     )
     print(f'Estimated duration: about {estimate_minutes(options):.0f} min (on 2 cores).', flush=True)
@@ -91,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
                              help='seconds between readings of /metrics while waiting for idleness')
         command.add_argument('--concurrency', type=int, default=default.settings.concurrency,
                              help="the harness's requests in flight when creating/updating/deleting in bulk")
+        command.add_argument('--no-posted-logs', dest='posted_logs', action='store_false', default=True,
+                             help='both frameworks post no log messages as k8s-events (settings.posting.loggers)')
         command.add_argument('--out', help='the results path without a suffix (.json and .md are written)')
         command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
         command.set_defaults(**defaults)  # again: the arguments' own defaults must not override the smoke sizes

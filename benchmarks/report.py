@@ -141,6 +141,7 @@ def render_markdown(results: Results) -> str:
         f"Versions: {'; '.join(f'{key}: {value}' for key, value in versions.items() if value)}.",
         f"Sizes: burst {options['objects']} objects, restart/idle {options['restart_objects']} objects, "
         f"idle {options['idle_seconds']:g} s, {options['repeats']} repeat(s); "
+        f"log messages posted as k8s-events: {_posted_logs(options)}; "
         f"started {results['started']}, took {results['duration_s'] / 60:.1f} min"
         f"{' (INTERRUPTED: partial results)' if results.get('interrupted') else ''}.",
         '',
@@ -221,3 +222,9 @@ def _number(value: float | None) -> str:
     if abs(value) >= 10:
         return f'{value:.1f}'
     return f'{value:.2f}' if abs(value) >= 0.1 or value == 0 else f'{value:.3f}'
+
+
+def _posted_logs(options: Mapping[str, Any]) -> str:
+    if options.get('settings', {}).get('posted_logs', True):
+        return "each side's default (ours: yes, upstream: no)"
+    return 'no (settings.posting.loggers = False on both sides)'

@@ -35,6 +35,7 @@ class Settings:
     timeout_per_object: float = 0.3
     concurrency: int = 50  # the harness's requests in flight when it creates/updates/deletes in bulk
     poll: float = 1.0  # how often /metrics is read while waiting for idleness (it is megabytes)
+    posted_logs: bool = True  # False: the framework sides post no log messages as k8s-events
 
     def timeout_for(self, objects: int) -> float:
         return self.timeout + self.timeout_per_object * objects
@@ -69,11 +70,16 @@ class Session:
 
     # --- The operator ---
 
+    def operator_env(self) -> dict[str, str]:
+        env = self.cluster.operator_env(self.variant)
+        env['KOPF_BENCH_POSTED_LOGS'] = 'true' if self.settings.posted_logs else 'false'
+        return env
+
     async def start_operator(self) -> OperatorProcess:
         """Start the side's process; the snapshot of the moment before is kept for ``idle(require_requests)``."""
         self.before_start = await metrics.take_snapshot(self.api)
         operator = OperatorProcess(self.side, namespace=self.namespace, plural=self.variant.plural,
-                                   env=self.cluster.operator_env(self.variant), log_path=self.log_path)
+                                   env=self.operator_env(), log_path=self.log_path)
         operator.start()
         self.operator = operator
         return operator
