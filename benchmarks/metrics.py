@@ -90,6 +90,9 @@ def total(requests: Mapping[str, int], *, events: bool = False, watches: bool = 
 
     Non-resource requests (discovery: ``GET /apis``) are listed but not in the totals: the controller
     manager makes them periodically too, and they cannot be told apart from an operator's.
+    The figures leave WATCHes out (``watches=False``): the API server counts a WATCH when it ends,
+    the operator's own only when it stops (after its figures are taken); those that end within a
+    phase are the control plane's components renewing theirs.
     """
     return sum(value for key, value in requests.items()
                if _resource(key) and (_resource(key) == EVENTS) == events

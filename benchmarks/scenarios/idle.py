@@ -22,6 +22,6 @@ async def idle(session: Session, seconds: float) -> Figures:
         'cpu_s': cpu_s,
         'cpu_percent': cpu_s / elapsed * 100,
         'requests': requests,
-        'requests_total': metrics.total(requests),
+        'requests_total': metrics.total(requests, watches=False),
         'peak_rss_mib': peak_rss_mib(operator),
     }

@@ -83,3 +83,13 @@ def test_the_table_has_both_sides_and_their_ratio() -> None:
 def test_failures_are_listed_with_their_error() -> None:
     data = results(run('upstream', 'restart', ok=False))
     assert '- restart, status, upstream, repeat 1: PhaseTimeout: too slow' in render_markdown(data)
+
+
+def test_request_totals_are_derived_without_watches_and_events() -> None:
+    requests = {'PATCH benchmarkeds': 4, 'PATCH benchmarkeds/status': 2, 'WATCH pods': 1, 'POST events': 9,
+                'GET /apis': 1}
+    data = results(run('ours', 'lifecycle', requests=requests, requests_total=17))
+    assert collect(data, 'lifecycle', 'status', 'ours', 'requests_total') == [6.0]
+    data['options']['objects'] = 2
+    data['runs'] = [run('ours', 'burst', requests=requests, requests_per_object=8.5)]
+    assert collect(data, 'burst', 'status', 'ours', 'requests_per_object') == [3.0]
