@@ -26,9 +26,20 @@ from kopf._cogs.configs.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
-from kopf._cogs.helpers.typedefs import RawBody, RawEvent, RawMeta, RawPatch
-from kopf._cogs.structs.bodies import Body, BodyEssence, Meta, Spec, Status
+from kopf._cogs.helpers.typedefs import Logger, RawBody, RawEvent, RawEventType, RawMeta, RawPatch
+from kopf._cogs.structs.bodies import (
+    Annotations,
+    Body,
+    BodyEssence,
+    Labels,
+    Meta,
+    ObjectReference,
+    OwnerReference,
+    Spec,
+    Status,
+)
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault
+from kopf._cogs.structs.dicts import FieldPath, FieldSpec
 from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
 from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.hierarchies import (
@@ -41,14 +52,19 @@ from kopf._cogs.structs.hierarchies import (
     label,
     remove_owner_reference,
 )
-from kopf._cogs.structs.patches import Patch
+from kopf._cogs.structs.patches import Patch, PatchFn
 from kopf._cogs.structs.references import EVERYTHING, Resource
 from kopf._cogs.structs.reviews import (
+    Headers,
+    Operation,
+    SSLPeer,
+    UserInfo,
     WebhookClientConfig,
     WebhookClientConfigService,
     WebhookFn,
     WebhookServerProtocol,
 )
+from kopf._core.actions import lifecycles
 from kopf._core.actions.errors import (
     HandlerRetriesError,
     HandlerTimeoutError,
@@ -56,15 +72,24 @@ from kopf._core.actions.errors import (
     TemporaryError,
 )
 from kopf._core.actions.invocation import HandlerSignatureError
+from kopf._core.actions.lifecycles import get_default_lifecycle, set_default_lifecycle
 from kopf._core.actions.loggers import LocalObjectLogger, LogFormat, ObjectLogger, configure
 from kopf._core.actions.subhandling import execute
+from kopf._core.engines.admission import AdmissionError
 from kopf._core.engines.indexing import Index, Store
 from kopf._core.engines.posting import event, exception, info, warn
-from kopf._core.engines.stoppers import DaemonStopped, DaemonStoppingReason
+from kopf._core.engines.probing import LivenessEndpointError as LivenessEndpointError  # for kopf-cli
+from kopf._core.engines.stoppers import (
+    AsyncDaemonStopperChecker,
+    DaemonStopped,
+    DaemonStoppingReason,
+    SyncDaemonStopperChecker,
+)
+from kopf._core.engines.webhookconfigs import AdmissionSetupError as AdmissionSetupError  # for kopf-cli
 from kopf._core.intents.callbacks import all_, any_, none_, not_
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, MetaFilterToken
-from kopf._core.intents.handlers import ErrorsMode
+from kopf._core.intents.handlers import ErrorsMode, HandlerId
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
 from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
 from kopf.on import daemon, index, register, subhandler, timer
@@ -75,12 +100,15 @@ _LAZY = {
     'login_with_service_account': ('kopf_client', 'login_with_service_account', 'kopf-client'),
     'login_via_pykube': ('kopf_client', 'login_via_pykube', 'kopf-client[full-auth]'),
     'login_via_client': ('kopf_client', 'login_via_client', 'kopf-client[full-auth]'),
+    'login_via_async_client': ('kopf_client', 'login_via_async_client', 'kopf-client'),
+    'AiohttpSession': ('kopf_client', 'AiohttpSession', 'kopf-client'),
     'WebhookServer': ('kopf_webhooks', 'WebhookServer', 'kopf-webhooks'),
     'WebhookK3dServer': ('kopf_webhooks', 'WebhookK3dServer', 'kopf-webhooks'),
     'WebhookMinikubeServer': ('kopf_webhooks', 'WebhookMinikubeServer', 'kopf-webhooks'),
     'WebhookAutoServer': ('kopf_webhooks', 'WebhookAutoServer', 'kopf-webhooks'),
     'WebhookNgrokTunnel': ('kopf_webhooks', 'WebhookNgrokTunnel', 'kopf-webhooks[ngrok]'),
     'WebhookAutoTunnel': ('kopf_webhooks', 'WebhookAutoTunnel', 'kopf-webhooks'),
+    'WebhookDockerDesktopServer': ('kopf_webhooks', 'WebhookDockerDesktopServer', 'kopf-webhooks'),
 }
 
 
@@ -97,12 +125,20 @@ def __getattr__(name: str) -> Any:
     return module if attr is None else getattr(module, attr)
 
 
+def __dir__() -> list[str]:
+    # The lazy names are public too (but not in __all__: a star-import must not need the add-ons).
+    return sorted({*globals(), *_LAZY, 'cli', 'testing'})
+
+
 __all__ = [
     'ABSENT',
     'EVERYTHING',
     'PRESENT',
+    'AdmissionError',
+    'Annotations',
     'AnnotationsDiffBaseStorage',
     'AnnotationsProgressStorage',
+    'AsyncDaemonStopperChecker',
     'Body',
     'BodyEssence',
     'ConnectionInfo',
@@ -113,12 +149,18 @@ __all__ = [
     'DiffItem',
     'DiffOperation',
     'ErrorsMode',
+    'FieldPath',
+    'FieldSpec',
+    'HandlerId',
     'HandlerRetriesError',
     'HandlerSignatureError',
     'HandlerTimeoutError',
+    'Headers',
     'Index',
+    'Labels',
     'LocalObjectLogger',
     'LogFormat',
+    'Logger',
     'LoginError',
     'Memo',
     'Meta',
@@ -126,29 +168,44 @@ __all__ = [
     'MultiDiffBaseStorage',
     'MultiProgressStorage',
     'ObjectLogger',
+    'ObjectReference',
+    'Operation',
     'OperatorRegistry',
     'OperatorSettings',
+    'OwnerReference',
     'Patch',
+    'PatchFn',
     'PermanentError',
     'ProgressRecord',
     'ProgressStorage',
     'RawBody',
     'RawEvent',
+    'RawEventType',
     'RawMeta',
     'RawPatch',
     'Reason',
     'Resource',
+    'SSLPeer',
     'SmartProgressStorage',
     'Spec',
     'Status',
     'StatusDiffBaseStorage',
     'StatusProgressStorage',
     'Store',
+    'SyncDaemonStopperChecker',
     'TemporaryError',
+    'UserInfo',
     'Vault',
+    'WebhookAutoServer',
+    'WebhookAutoTunnel',
     'WebhookClientConfig',
     'WebhookClientConfigService',
+    'WebhookDockerDesktopServer',
     'WebhookFn',
+    'WebhookK3dServer',
+    'WebhookMinikubeServer',
+    'WebhookNgrokTunnel',
+    'WebhookServer',
     'WebhookServerProtocol',
     'adjust_namespace',
     'adopt',
@@ -163,11 +220,13 @@ __all__ = [
     'event',
     'exception',
     'execute',
+    'get_default_lifecycle',
     'get_default_registry',
     'harmonize_naming',
     'index',
     'info',
     'label',
+    'lifecycles',
     'none_',
     'not_',
     'on',
@@ -176,6 +235,7 @@ __all__ = [
     'remove_owner_reference',
     'run',
     'run_tasks',
+    'set_default_lifecycle',
     'set_default_registry',
     'spawn_tasks',
     'subhandler',

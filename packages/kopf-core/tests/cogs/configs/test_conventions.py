@@ -134,3 +134,24 @@ def test_storages_without_the_marking_convention_do_not_mark(forming: convention
 def test_empty_stanzas_are_removed(d: dict[str, Any], expected: dict[str, Any]) -> None:
     conventions.StorageStanzaCleaner().remove_empty_stanzas(d)
     assert d == expected
+
+
+def test_remembered_keys_follow_the_body_the_prefix_and_the_class() -> None:
+    storage = MarkingStorage(prefix='kopf.zalando.org', v1=True)
+    assert storage.make_keys('fn', body=bodies.Body({'kind': 'Pod'})) == ['kopf.zalando.org/fn']
+    assert storage.make_keys('fn', body=REPLICASET_OF_DEPLOYMENT) == ['kopf.zalando.org/fn-ofDRS']
+    storage.prefix = 'example.com'
+    assert storage.make_keys('fn', body=bodies.Body({'kind': 'Pod'})) == ['example.com/fn']
+
+    class Upper(conventions.StorageKeyFormingConvention):
+        def make_v2_key(self, key: str, *, body: bodies.Body | None = None) -> str:
+            return super().make_v2_key(key.upper(), body=body)
+
+    assert Upper(prefix='example.com', v1=False).make_keys('fn') == ['example.com/FN']
+    assert conventions.StorageKeyFormingConvention(prefix='example.com', v1=False).make_keys('fn') == ['example.com/fn']
+
+
+def test_the_returned_keys_are_the_callers_own() -> None:
+    storage = conventions.StorageKeyFormingConvention(prefix='example.com', v1=False)
+    storage.make_keys('fn').append('garbage')
+    assert storage.make_keys('fn') == ['example.com/fn']

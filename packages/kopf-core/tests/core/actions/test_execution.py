@@ -7,6 +7,7 @@ the "timed out after" lines are exact. The log records are captured with caplog,
 without the per-object prefix (which only the formatter adds).
 """
 import asyncio
+import dataclasses
 import datetime
 import logging
 from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
@@ -14,7 +15,7 @@ from typing import Any, Callable, Collection, Dict, List, Optional, Tuple
 import pytest
 
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._core.actions import execution, progression
+from kopf._core.actions import execution, lifecycles, progression
 from kopf._core.actions.errors import (
     HandlerChildrenRetry,
     HandlerRetriesError,
@@ -375,6 +376,16 @@ async def test_only_awakened_handlers_are_executed_in_order(context: ExecutionCo
         HandlerId('sleeping'): HandlerState(started=NOW, delayed=NOW + datetime.timedelta(seconds=1)),
         HandlerId('due'): HandlerState(started=NOW, delayed=NOW),
     }
+    context = dataclasses.replace(context, lifecycle=lifecycles.all_at_once)
     outcomes = await execute_handlers_once(handlers_=handlers, state=State(states), context=context)
     assert calls == ['due', 'new']
     assert list(outcomes) == ['due', 'new']
+
+
+async def test_the_default_lifecycle_runs_one_due_handler_per_round(context: ExecutionContext) -> None:
+    calls: List[str] = []
+    handlers = [make_handler(lambda **_: calls.append('a'), id='a'),
+                make_handler(lambda **_: calls.append('b'), id='b')]
+    outcomes = await execute_handlers_once(handlers_=handlers, state=State({}), context=context)
+    assert calls == ['a']
+    assert list(outcomes) == ['a']

@@ -52,6 +52,35 @@ async def test_sync_functions_use_the_executor_of_the_settings() -> None:
     assert names[0].startswith('custom-pool')
 
 
+@pytest.mark.parametrize('max_workers, expected_concurrency', [(1, 1), (3, 3)])
+async def test_sync_functions_run_at_most_max_workers_at_once(max_workers: int, expected_concurrency: int) -> None:
+    settings = OperatorSettings()
+    settings.execution.max_workers = max_workers
+    lock = threading.Lock()
+    running: List[int] = [0]
+    peaks: List[int] = []
+    meeting = threading.Barrier(max_workers)
+
+    def fn(**_: Any) -> None:
+        with lock:
+            running[0] += 1
+            peaks.append(running[0])
+        meeting.wait(timeout=5)  # the workers that can run at once meet here
+        with lock:
+            running[0] -= 1
+
+    try:
+        await asyncio.gather(*[invoke(fn, kwargs={}, settings=settings) for _ in range(max_workers * 2)])
+    finally:
+        settings.execution.executor.shutdown(wait=True)
+    assert max(peaks) == expected_concurrency
+
+
+def test_max_workers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        OperatorSettings().execution.max_workers = 0
+
+
 async def test_sync_functions_see_the_context_variables() -> None:
     def fn(**_: Any) -> str:
         return var.get()

@@ -77,6 +77,11 @@ def objects_logging(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=loggers.OBJECTS_LOGGER_NAME)
 
 
+@pytest.fixture()
+def loggers_posted(settings: OperatorSettings) -> None:
+    settings.posting.loggers = True
+
+
 def drain(queue: asyncio.Queue[posting.K8sEvent]) -> List[posting.K8sEvent]:
     events = []
     while not queue.empty():
@@ -219,7 +224,7 @@ async def test_events_beyond_the_queue_size_are_dropped(event_queue: asyncio.Que
 # Events from the per-object logs.
 #
 
-@pytest.mark.usefixtures('objects_logging')
+@pytest.mark.usefixtures('objects_logging', 'loggers_posted')
 @pytest.mark.parametrize('level, expected_type', [
     pytest.param(logging.INFO, 'Normal', id='info'),
     pytest.param(logging.WARNING, 'Warning', id='warning'),
@@ -234,7 +239,7 @@ async def test_object_log_messages_become_events(
     assert (event.type, event.reason, event.message) == (expected_type, 'Logging', "Handler 'fn' succeeded.")
 
 
-@pytest.mark.usefixtures('objects_logging')
+@pytest.mark.usefixtures('objects_logging', 'loggers_posted')
 async def test_object_log_messages_below_the_posting_level_are_not_events(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
 ) -> None:
@@ -243,7 +248,7 @@ async def test_object_log_messages_below_the_posting_level_are_not_events(
     assert event_queue.empty()
 
 
-@pytest.mark.usefixtures('objects_logging')
+@pytest.mark.usefixtures('objects_logging', 'loggers_posted')
 async def test_object_log_messages_are_not_events_when_posting_is_disabled(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
 ) -> None:
@@ -253,20 +258,22 @@ async def test_object_log_messages_are_not_events_when_posting_is_disabled(
 
 
 @pytest.mark.usefixtures('objects_logging')
+@pytest.mark.parametrize('explicit', [pytest.param(False, id='default'), pytest.param(True, id='explicit')])
 async def test_object_log_messages_are_not_events_when_loggers_are_not_posted(
-        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings, explicit: bool,
 ) -> None:
-    settings.posting.loggers = False
+    if explicit:
+        settings.posting.loggers = False
     loggers.ObjectLogger(body=POD, settings=settings).error("Hello.")
     posting.warn(POD, reason='Explicit', message='Still posted.')
     assert [(event.reason, event.message) for event in drain(event_queue)] == [('Explicit', 'Still posted.')]
 
 
-def test_object_log_messages_are_posted_by_default() -> None:
-    assert OperatorSettings().posting.loggers is True
+def test_object_log_messages_are_not_posted_by_default() -> None:
+    assert OperatorSettings().posting.loggers is False  # as in Kopf 1.45
 
 
-@pytest.mark.usefixtures('objects_logging')
+@pytest.mark.usefixtures('objects_logging', 'loggers_posted')
 async def test_local_object_log_messages_are_never_events(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
 ) -> None:
@@ -274,7 +281,7 @@ async def test_local_object_log_messages_are_never_events(
     assert event_queue.empty()
 
 
-@pytest.mark.usefixtures('objects_logging')
+@pytest.mark.usefixtures('objects_logging', 'loggers_posted')
 async def test_other_log_messages_are_never_events(event_queue: asyncio.Queue[posting.K8sEvent]) -> None:
     logging.getLogger(loggers.OBJECTS_LOGGER_NAME).error("Hello.")
     assert event_queue.empty()
@@ -290,10 +297,12 @@ def test_posting_handler_is_installed_once() -> None:
 # The event objects.
 #
 
-async def test_event_body_is_a_core_v1_event(event_queue: asyncio.Queue[posting.K8sEvent]) -> None:
+async def test_event_body_is_a_core_v1_event(
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
+) -> None:
     posting.event(POD, type='SomeType', reason='SomeReason', message='Some message')
     [event] = drain(event_queue)
-    body = posting.build_event_body(event)
+    body = posting.build_event_body(event, settings=settings)
     timestamp = event.timestamp.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
     assert body == {
         'apiVersion': 'v1',
@@ -305,18 +314,33 @@ async def test_event_body_is_a_core_v1_event(event_queue: asyncio.Queue[posting.
         'message': 'Some message',
         'source': {'component': 'kopf'},
         'reportingComponent': 'kopf',
+        'reportingInstance': 'dev',
         'firstTimestamp': timestamp,
         'lastTimestamp': timestamp,
         'count': 1,
     }
 
 
+async def test_event_body_is_named_and_attributed_as_the_settings_say(
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
+) -> None:
+    settings.posting.reporting_component = 'my-operator'
+    settings.posting.reporting_instance = 'pod-123'
+    settings.posting.event_name_prefix = 'my-event-'
+    posting.event(POD, type='SomeType', reason='SomeReason')
+    [event] = drain(event_queue)
+    body = posting.build_event_body(event, settings=settings)
+    assert body['metadata']['generateName'] == 'my-event-'
+    assert body['source'] == {'component': 'my-operator'}
+    assert (body['reportingComponent'], body['reportingInstance']) == ('my-operator', 'pod-123')
+
+
 async def test_events_of_cluster_scoped_objects_go_to_the_default_namespace(
-        event_queue: asyncio.Queue[posting.K8sEvent],
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
 ) -> None:
     posting.event(NODE, type='SomeType', reason='SomeReason')
     [event] = drain(event_queue)
-    assert posting.build_event_body(event)['metadata']['namespace'] == 'default'
+    assert posting.build_event_body(event, settings=settings)['metadata']['namespace'] == 'default'
 
 
 #

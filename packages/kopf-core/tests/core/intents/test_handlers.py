@@ -89,8 +89,15 @@ def test_field_handlers_apply_to_updates(initial: bool) -> None:
     assert handler.applies_to(make_cause(Reason.UPDATE, initial=initial))
 
 
-@pytest.mark.parametrize('reason', [Reason.CREATE, Reason.DELETE, Reason.RESUME, Reason.NOOP])
-def test_field_handlers_do_not_apply_to_other_reasons(reason: Reason) -> None:
+@pytest.mark.parametrize('reason', [Reason.CREATE, Reason.DELETE, Reason.RESUME])
+def test_field_handlers_apply_to_other_handler_reasons_too(reason: Reason) -> None:
+    # Whether the field has changed is up to the filters (as in Kopf 1.45: also at creation).
+    handler = make_handler(reason=None, field=('spec', 'field'))
+    assert handler.applies_to(make_cause(reason, initial=True))
+
+
+@pytest.mark.parametrize('reason', [Reason.NOOP, Reason.FREE, Reason.GONE])
+def test_field_handlers_do_not_apply_to_housekeeping_reasons(reason: Reason) -> None:
     handler = make_handler(reason=None, field=('spec', 'field'))
     assert not handler.applies_to(make_cause(reason, initial=True))
 

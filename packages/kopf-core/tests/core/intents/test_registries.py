@@ -397,6 +397,33 @@ def test_diff_is_used_for_update_causes_only() -> None:
     assert select_changing_handlers([handler], cause=cause, kwargs=KWARGS) == [handler]
 
 
+def field_handler(**kwargs: Any) -> Any:
+    return make(reason=None, field=('spec', 'field'), field_needs_change=True, **kwargs)
+
+
+def test_field_handlers_are_selected_at_creation_when_the_field_is_set() -> None:
+    handler = field_handler()
+    cause = make_cause(Reason.CREATE, old=None, new={'spec': {'field': 'x'}})
+    assert select_changing_handlers([handler], cause=cause, kwargs=KWARGS) == [handler]
+
+
+def test_field_handlers_are_not_selected_at_creation_without_the_field() -> None:
+    cause = make_cause(Reason.CREATE, old=None, new={'spec': {'other': 'x'}})
+    assert select_changing_handlers([field_handler()], cause=cause, kwargs=KWARGS) == []
+
+
+def test_field_handlers_at_creation_apply_their_value_filters() -> None:
+    cause = make_cause(Reason.CREATE, old=None, new={'spec': {'field': 'x'}})
+    assert select_changing_handlers([field_handler(value='y')], cause=cause, kwargs=KWARGS) == []
+    assert select_changing_handlers([field_handler(new='x')], cause=cause, kwargs=KWARGS) != []
+
+
+def test_field_handlers_are_not_selected_at_resuming_of_an_unchanged_object() -> None:
+    body = {'spec': {'field': 'x'}}
+    cause = make_cause(Reason.RESUME, initial=True, old=body, new=body)
+    assert select_changing_handlers([field_handler()], cause=cause, kwargs=KWARGS) == []
+
+
 # The default registry.
 
 @pytest.fixture()

@@ -6,7 +6,12 @@ only the finalizer is added or released), but the event handlers have run
 already by then: their patch must reach the API all the same. The API client
 is a small recording fake of the client protocol's writer.
 """
+import asyncio
+import copy
+import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pytest
 
 import kopf
 from kopf._cogs.clients.errors import APIUnprocessableEntityError
@@ -42,9 +47,25 @@ class RecordingClient:
             raise APIUnprocessableEntityError(status=422, message="the test operation has failed")
         if patch_type == PatchType.MERGE:
             self.body = apply_merge_patch(self.body, patch)
+        else:
+            self.body = apply_finalizer_ops(self.body, patch)
         version = int(self.body['metadata']['resourceVersion']) + 1
         self.body = apply_merge_patch(self.body, {'metadata': {'resourceVersion': str(version)}})
         return self.body
+
+
+def apply_finalizer_ops(body: RawBody, ops: Any) -> RawBody:
+    """The framework's JSON patches of the finalizers take effect; the other operations are only recorded."""
+    result = copy.deepcopy(body)
+    finalizers = result['metadata'].setdefault('finalizers', [])
+    for op in ops:
+        if op['path'] == '/metadata/resourceVersion':  # the guard: as if nobody else has changed the object
+            assert op['value'] == result['metadata']['resourceVersion']
+        elif op['path'].startswith('/metadata/finalizers') and op['op'] == 'remove':
+            finalizers.pop(int(op['path'].rpartition('/')[2]))
+        elif op['path'].startswith('/metadata/finalizers') and op['op'] == 'add':
+            finalizers.extend(op['value'] if isinstance(op['value'], list) else [op['value']])
+    return result
 
 
 def body_with(**metadata: Any) -> Dict[str, Any]:
@@ -64,11 +85,14 @@ def patching_event_handler(registry: OperatorRegistry) -> None:
 
 
 async def process(registry: OperatorRegistry, client: RecordingClient,
-                  event_type: Optional[str] = 'ADDED') -> CycleResult:
+                  event_type: Optional[str] = 'ADDED', lifecycle: Any = None,
+                  settings: Optional[OperatorSettings] = None) -> CycleResult:
     indexers = OperatorIndexers()
     indexers.ready.set()
-    context = ProcessingContext(registry=registry, settings=OperatorSettings(), client=client,  # type: ignore
-                                memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers)
+    settings = settings if settings is not None else OperatorSettings()
+    context = ProcessingContext(registry=registry, settings=settings, client=client,  # type: ignore
+                                memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers,
+                                lifecycle=lifecycle)
     return await process_resource_event(context=context, resource=RESOURCE,
                                         raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
 
@@ -152,3 +176,204 @@ async def test_merge_patched_version_is_awaited_even_if_the_functions_are_reject
     assert [patch_type for patch_type, _ in client.patches] == [PatchType.MERGE, PatchType.JSON]
     assert result.patched_body is not None
     assert result.patched_body['metadata']['resourceVersion'] == '101'
+
+
+# Lifecycles: which of the due handlers run in one cycle.
+
+def recording(calls: List[str], call: str) -> Any:
+    return lambda **_: calls.append(call)
+
+
+def calling_handlers(registry: OperatorRegistry, calls: List[str]) -> None:
+    for call in ['a', 'b', 'c']:
+        kopf.on.create('kopf.dev', 'v1', 'kopfexamples', id=call, registry=registry)(recording(calls, call))
+
+
+async def test_the_default_lifecycle_runs_one_handler_per_cycle() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    calling_handlers(registry, calls)
+    result = await process(registry, RecordingClient(body_with()))
+    assert calls == ['a']
+    assert result.delay == 0  # the others are due at once, in the next cycle
+
+
+async def test_the_operators_lifecycle_decides_for_the_top_level_handlers() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    calling_handlers(registry, calls)
+    result = await process(registry, RecordingClient(body_with()), lifecycle=kopf.lifecycles.all_at_once)
+    assert calls == ['a', 'b', 'c']
+    assert result.delay is None
+
+
+def parent_with_children(registry: OperatorRegistry, calls: List[str], lifecycle: Any = None) -> None:
+    @kopf.on.create('kopf.dev', 'v1', 'kopfexamples', id='parent', registry=registry)
+    async def parent(**_: Any) -> None:
+        fns = {call: recording(calls, call) for call in ['a', 'b', 'c']}
+        await kopf.execute(fns=fns, lifecycle=lifecycle)
+
+
+async def test_sub_handlers_inherit_the_operators_lifecycle() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    parent_with_children(registry, calls)
+    await process(registry, RecordingClient(body_with()), lifecycle=kopf.lifecycles.all_at_once)
+    assert calls == ['a', 'b', 'c']
+
+
+async def test_sub_handlers_follow_the_lifecycle_given_to_kopf_execute() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    parent_with_children(registry, calls, lifecycle=kopf.lifecycles.one_by_one)
+    await process(registry, RecordingClient(body_with()), lifecycle=kopf.lifecycles.all_at_once)
+    assert calls == ['a']
+
+
+# The cycles of one object's life, step by step: the requests of each cycle, and what it leaves behind.
+
+def life_handlers(registry: OperatorRegistry, calls: List[str]) -> None:
+    kopf.on.create('kopf.dev', 'v1', 'kopfexamples', id='create', registry=registry)(recording(calls, 'create'))
+    kopf.on.update('kopf.dev', 'v1', 'kopfexamples', id='update', registry=registry)(recording(calls, 'update'))
+    kopf.on.delete('kopf.dev', 'v1', 'kopfexamples', id='delete', registry=registry)(recording(calls, 'delete'))
+
+
+async def test_an_objects_life_takes_one_request_per_step() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    life_handlers(registry, calls)
+    client = RecordingClient(body_with())
+    indexers = OperatorIndexers()
+    indexers.ready.set()
+    context = ProcessingContext(registry=registry, settings=OperatorSettings(), client=client,  # type: ignore
+                                memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers)
+
+    async def cycle(event_type: Optional[str] = 'MODIFIED') -> CycleResult:
+        return await process_resource_event(context=context, resource=RESOURCE,
+                                            raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
+
+    await cycle('ADDED')  # the finalizer first, nothing else
+    assert client.body['metadata']['finalizers'] == [FINALIZER] and calls == [] and len(client.patches) == 1
+
+    result = await cycle()  # the creation: the handler, then its outcome and the diff-base in one patch
+    assert calls == ['create'] and len(client.patches) == 2 and result.delay is None
+    assert 'kopf.zalando.org/last-handled-configuration' in client.body['metadata']['annotations']
+
+    await cycle()  # nothing has changed: no handler, no request
+    assert calls == ['create'] and len(client.patches) == 2
+
+    client.body = apply_merge_patch(client.body, {'spec': {'field': 'new'}})
+    await cycle()  # the update: one patch with the new diff-base
+    assert calls == ['create', 'update'] and len(client.patches) == 3
+
+    client.body = apply_merge_patch(client.body, {'metadata': {'deletionTimestamp': '2020-01-01T00:00:00Z'}})
+    await cycle()  # the deletion: the handler, then the finalizer's release (no state to write)
+    assert calls == ['create', 'update', 'delete']
+    assert client.patches[-1][0] == PatchType.JSON and client.body['metadata']['finalizers'] == []
+
+
+async def test_a_deleted_object_with_no_finalizer_of_ours_is_left_alone() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    life_handlers(registry, calls)
+    client = RecordingClient(body_with(deletionTimestamp='2020-01-01T00:00:00Z', finalizers=['someone/else']))
+    result = await process(registry, client, event_type='MODIFIED')
+    assert calls == [] and client.patches == [] and result == CycleResult()
+
+
+# Daemons through the cycles: spawned for a live object, stopped on deletion before the deletion handlers.
+
+@pytest.mark.looptime
+async def test_the_deletion_waits_for_the_daemons_to_exit() -> None:
+    registry, calls = OperatorRegistry(), list[str]()
+    exited = asyncio.Event()
+
+    @kopf.daemon('kopf.dev', 'v1', 'kopfexamples', registry=registry, cancellation_timeout=None)
+    async def daemon_fn(stopped: kopf.AsyncDaemonStopperChecker, **_: Any) -> None:
+        calls.append('daemon started')
+        await stopped.wait()
+        await asyncio.sleep(2.5)  # a slow exit: the deletion must wait for it
+        calls.append('daemon exited')
+        exited.set()
+
+    kopf.on.delete('kopf.dev', 'v1', 'kopfexamples', id='delete', registry=registry)(recording(calls, 'delete'))
+    client = RecordingClient(body_with())
+    indexers = OperatorIndexers()
+    indexers.ready.set()
+    context = ProcessingContext(registry=registry, settings=OperatorSettings(), client=client,  # type: ignore
+                                memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers)
+
+    async def cycle() -> CycleResult:
+        return await process_resource_event(context=context, resource=RESOURCE,
+                                            raw_event=RawEvent(type='MODIFIED', object=client.body))
+
+    await cycle()  # the finalizer
+    await cycle()  # the daemon is spawned
+    await asyncio.sleep(0.1)
+    assert calls == ['daemon started']
+
+    client.body = apply_merge_patch(client.body, {'metadata': {'deletionTimestamp': '2020-01-01T00:00:00Z'}})
+    result = await cycle()
+    assert result.delay is not None and calls == ['daemon started']  # come back later: the daemon still runs
+    await exited.wait()
+    await cycle()
+    assert calls == ['daemon started', 'daemon exited', 'delete']
+    assert client.body['metadata']['finalizers'] == []
+
+
+async def test_the_finalizer_is_named_by_the_settings() -> None:
+    registry = OperatorRegistry()
+
+    @kopf.on.delete('kopf.dev', 'v1', 'kopfexamples', registry=registry)
+    def delete_fn(**_: Any) -> None:
+        pass
+
+    settings = OperatorSettings()
+    settings.persistence.finalizer = 'example.com/my-finalizer'
+    client = RecordingClient(body_with())
+    await process(registry, client, settings=settings)
+    added = [op['value'] for ops in json_ops(client) for op in ops if op['op'] == 'add']
+    assert added == [['example.com/my-finalizer']]
+
+
+class RejectingClient(RecordingClient):
+    """Rejects every merge-patch as the API server rejects an object with too big annotations."""
+
+    async def patch_object(self, resource: Resource, *, namespace: Namespace, name: str,
+                           patch: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+                           patch_type: PatchType = PatchType.MERGE, subresource: Optional[str] = None,
+                           ) -> RawBody:
+        self.patches.append((patch_type, patch))
+        raise APIUnprocessableEntityError(status=422, message=(
+            'KopfExample.kopf.dev "obj" is invalid: metadata.annotations: Too long: '
+            'may not be more than 262144 bytes'))
+
+
+async def test_a_rejected_state_is_reported_once_and_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    # Retrying the same rejected patch would re-run the succeeded handlers in a loop.
+    registry = OperatorRegistry()
+
+    @kopf.on.create('kopf.dev', 'v1', 'kopfexamples', registry=registry)
+    def create_fn(**_: Any) -> None:
+        pass
+
+    client = RejectingClient(body_with())
+    with caplog.at_level(logging.ERROR):
+        result = await process(registry, client)
+    assert result.delay is None and result.patched_body is None
+    assert len(client.patches) == 1
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is None
+    assert "The object's new state was rejected by the API server" in errors[0].message
+    assert 'kopf.StatusDiffBaseStorage()' in errors[0].message
+
+
+async def test_an_unstorable_result_does_not_spoil_the_handlers_success(caplog: pytest.LogCaptureFixture) -> None:
+    registry = OperatorRegistry()
+
+    @kopf.on.create('kopf.dev', 'v1', 'kopfexamples', registry=registry)
+    def create_fn(**_: Any) -> object:
+        return {'what': object()}
+
+    client = RecordingClient(body_with())
+    with caplog.at_level(logging.ERROR):
+        result = await process(registry, client)
+    assert result.delay is None
+    assert 'create_fn' not in client.body.get('status', {})
+    assert 'kopf.zalando.org/last-handled-configuration' in client.body['metadata']['annotations']
+    assert ["succeeded, but its result cannot be stored in the status" in r.message
+            for r in caplog.records if r.levelno >= logging.ERROR] == [True]

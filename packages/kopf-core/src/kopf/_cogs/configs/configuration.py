@@ -27,10 +27,12 @@ class ProcessSettings:
     """Settings of the operator's process as a whole."""
 
     ultimate_exiting_timeout: Optional[float] = 10 * 60
-    """How long to wait for the graceful exit before cancelling everything."""
-
-    infinite_stopping_backoff: float = 5.0
-    """How often to log the tasks that do not stop when asked to."""
+    """
+    How long the graceful exit may take after a signal (SIGTERM/SIGINT) before the
+    operator is killed (SIGKILL), e.g. when stuck in cleanup handlers or daemons.
+    ``None`` disables it. The default is above Kubernetes' usual grace period,
+    so that Kubernetes kills the pod first if it can.
+    """
 
 
 @dataclasses.dataclass
@@ -43,15 +45,25 @@ class PostingSettings:
     level: int = logging.INFO
     """The minimal level of the log messages posted as k8s-events."""
 
-    loggers: bool = True
+    loggers: bool = False
     """
     Whether the per-object log messages (``logger`` in handlers, and the framework's
     own, e.g. ``Handler 'create_fn' succeeded.``) are posted as k8s-events.
 
-    With ``False``, only the explicit ``kopf.event()``, ``kopf.info()``, ``kopf.warn()``
-    and ``kopf.exception()`` are posted: one object's create→update→delete then costs
-    no event requests instead of one per message (upstream Kopf 1.45's default).
+    Off by default, as in Kopf 1.45: only the explicit ``kopf.event()``, ``kopf.info()``,
+    ``kopf.warn()`` and ``kopf.exception()`` are posted, so that one object's
+    create→update→delete costs no event requests instead of one per message.
+    With ``True``, ``enabled`` and ``level`` apply to the log messages too.
     """
+
+    reporting_component: str = 'kopf'
+    """The component that reports the k8s-events (``kubectl describe``'s "From" column)."""
+
+    reporting_instance: str = 'dev'
+    """The instance of the reporting component (the events' ``reportingInstance``)."""
+
+    event_name_prefix: str = 'kopf-event-'
+    """The prefix of the k8s-events' generated names."""
 
 
 @dataclasses.dataclass
@@ -185,10 +197,17 @@ class BackgroundSettings:
     """How often to check a daemon that does not stop when it is asked to."""
 
     instant_exit_timeout: Optional[float] = None
-    """How long to wait for daemons to exit "instantly" before cancelling them."""
+    """
+    How long (seconds) to wait for the daemons of a deleted object to exit "instantly" when
+    asked to stop, so that the object is released in the same handling cycle (not a later one).
+    If ``None``, ``instant_exit_zero_time_cycles`` is used instead.
+    """
 
-    instant_exit_zero_time_cycles: int = 10
-    """How many event-loop cycles to give daemons to exit instantly."""
+    instant_exit_zero_time_cycles: Optional[int] = 10
+    """
+    How many zero-time cycles of the event loop to give the daemons to exit "instantly"
+    (without a timeout, no real time passes). ``None`` or ``0``: no instant exit.
+    """
 
 
 @dataclasses.dataclass
@@ -203,6 +222,19 @@ class NetworkingSettings:
 
     error_backoffs: Union[float, Iterable[float]] = _NETWORKING_BACKOFFS
     """The pauses between retries of networking errors and 5xx, then it escalates."""
+
+    enforce_retry_after: bool = False
+    """
+    Whether the server's ``Retry-After`` (HTTP 429) replaces the back-off even if shorter.
+
+    By default, the longer of the two is waited: the server's wish is the minimum.
+    """
+
+    trust_env: bool = False
+    """
+    Whether the HTTP client uses the proxy environment variables (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``NO_PROXY``) and ``~/.netrc``; by default, it connects directly.
+    """
 
     def iter_error_backoffs(self) -> Iterable[float]:
         """The backoffs as an iterable: a single number means a single backoff."""
@@ -235,6 +267,13 @@ class PersistenceSettings:
     diffbase_storage: diffbase.DiffBaseStorage = dataclasses.field(
         default_factory=_default_diffbase_storage)
     """How the last handled configuration (the diff-base) is stored."""
+
+    consistency_timeout: float = 5.0
+    """
+    How long (seconds) to wait for the object's version patched by the framework to arrive
+    in the watch-stream; the older events are skipped meanwhile. After it, the latest of
+    them is processed anyway. ``0`` processes them at once (no waiting).
+    """
 
 
 @dataclasses.dataclass

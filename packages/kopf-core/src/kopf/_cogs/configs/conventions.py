@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Any, List, Mapping, MutableMapping, Optional
+from collections.abc import MutableMapping
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from kopf._cogs.structs import bodies
 
@@ -32,6 +33,10 @@ _CUT_LENGTH = 56  # leaves room for the 7-character hash suffix: "-" plus 6 base
 # the Deployment's template into them; marking the keys prevents the state of
 # a Deployment's handlers from leaking into its ReplicaSets (and vice versa).
 _REPLICASET_MARK = '-ofDRS'
+
+
+_FORMED_KEYS: Dict[Tuple[type, str, bool, str], Tuple[str, ...]] = {}  # per class: subclasses may form keys their way
+_FORMED_KEYS_LIMIT = 10_000
 
 
 class StorageKeyFormingConvention:
@@ -51,9 +56,19 @@ class StorageKeyFormingConvention:
         self.v1 = v1
 
     def make_keys(self, key: str, *, body: Optional[bodies.Body] = None) -> List[str]:
-        v2_keys = [self.make_v2_key(key, body=body)]
-        v1_keys = [self.make_v1_key(key, body=body)] if self.v1 else []
-        return v2_keys + [k for k in v1_keys if k not in v2_keys]
+        # The keys are formed for every handler of every object in every cycle, always the same ones:
+        # they are remembered per marked key (the only part that depends on the body).
+        marked_key = self._mark_key(key, body=body)
+        cache_key = (type(self), self.prefix, self.v1, marked_key)
+        keys = _FORMED_KEYS.get(cache_key)
+        if keys is None:
+            v2_keys = [self.make_v2_key(marked_key)]
+            v1_keys = [self.make_v1_key(marked_key)] if self.v1 else []
+            keys = tuple(v2_keys + [k for k in v1_keys if k not in v2_keys])
+            if len(_FORMED_KEYS) >= _FORMED_KEYS_LIMIT:  # e.g. sub-handlers with generated ids
+                _FORMED_KEYS.clear()
+            _FORMED_KEYS[cache_key] = keys
+        return list(keys)
 
     def make_v2_key(self, key: str, *, body: Optional[bodies.Body] = None) -> str:
         marked_key = self._mark_key(key, body=body)
@@ -86,9 +101,10 @@ class StorageKeyMarkingConvention:
     """
 
     def mark_key(self, key: str, *, body: bodies.Body) -> str:
+        if body.get('kind') != 'ReplicaSet':  # the cheap check first: it runs for every key in every cycle
+            return key
         owners = body.meta.get('ownerReferences') or []
-        kind = body.get('kind')
-        if kind == 'ReplicaSet' and any(owner.get('kind') == 'Deployment' for owner in owners):
+        if any(owner.get('kind') == 'Deployment' for owner in owners):
             return f'{key}{_REPLICASET_MARK}'
         return key
 

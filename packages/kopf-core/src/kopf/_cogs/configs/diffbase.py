@@ -16,9 +16,9 @@ own annotations. Its absence means that the object was never handled: a creation
 from __future__ import annotations
 
 import abc
-import copy
 import json
-from typing import Any, Collection, Iterable, Mapping, MutableMapping, Optional
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Collection, Iterable, Optional
 
 from kopf._cogs.configs import conventions
 from kopf._cogs.structs import bodies, dicts, patches
@@ -49,25 +49,26 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
         """
         raw = bodies.as_raw(body)
         essence: bodies.BodyEssence = {
-            key: copy.deepcopy(value)
+            key: dicts.copy_tree(value)
             for key, value in raw.items()
             if key not in ('apiVersion', 'kind', 'metadata', 'status')
         }
 
         # Some metadata is meaningful to the handlers; it goes after the other fields.
-        dicts.cherrypick(src=raw, dst=essence, fields=['metadata.labels', 'metadata.annotations'], picker=copy.deepcopy)
+        dicts.cherrypick(src=raw, dst=essence, fields=['metadata.labels', 'metadata.annotations'],
+                         picker=dicts.copy_tree)
         annotations = (essence.get('metadata') or {}).get('annotations')
         if isinstance(annotations, MutableMapping):
             for name in [name for name in annotations if _is_system_annotation(name, annotations)]:
                 del annotations[name]
 
-        dicts.cherrypick(src=raw, dst=essence, fields=extra_fields, picker=copy.deepcopy)
+        dicts.cherrypick(src=raw, dst=essence, fields=extra_fields, picker=dicts.copy_tree)
         self.remove_empty_stanzas(essence)
         return self.clear(essence=essence)
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         """Remove the storage's own fields from an essence (they would compare as changes)."""
-        essence = copy.deepcopy(essence)
+        essence = dicts.copy_tree(essence)
         self.remove_empty_stanzas(essence)
         return essence
 
@@ -94,7 +95,7 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         self.key = key
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        essence = copy.deepcopy(essence)
+        essence = dicts.copy_tree(essence)
         annotations = (essence.get('metadata') or {}).get('annotations')
         if isinstance(annotations, MutableMapping):
             # The marked keys of ReplicaSets, too: the body is not known here, so all forms go.
@@ -140,7 +141,7 @@ class StatusDiffBaseStorage(DiffBaseStorage):
         return self._field
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        essence = copy.deepcopy(essence)
+        essence = dicts.copy_tree(essence)
         dicts.remove(essence, self._field, prune=True)
         self.remove_empty_stanzas(essence)
         return essence

@@ -24,10 +24,10 @@ compact JSON, dropped nulls, ASCII-escaped text, and timestamps formatted as
 from __future__ import annotations
 
 import abc
-import copy
 import datetime
 import json
-from typing import Any, Collection, Dict, Mapping, MutableMapping, Optional, TypedDict
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Collection, Dict, Optional, TypedDict
 
 from kopf._cogs.configs import conventions
 from kopf._cogs.structs import bodies, dicts, patches
@@ -144,7 +144,7 @@ class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         """Remove the storage's own fields from an essence (the result is a new essence)."""
-        return copy.deepcopy(essence)
+        return dicts.copy_tree(essence)
 
     def flush(self) -> None:
         """Send the buffered state, if any (the on-object storages have nothing to send)."""

@@ -7,7 +7,7 @@ dict is meant to be so that signatures read as documentation.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, MutableMapping, TypeAlias, TypedDict, Union
+from typing import Any, Dict, List, Literal, Mapping, MutableMapping, TypeAlias, TypedDict, Union
 
 RawBody: TypeAlias = Dict[str, Any]
 RawMeta: TypeAlias = Dict[str, Any]
@@ -16,6 +16,10 @@ JsonPatch: TypeAlias = List[Dict[str, Any]]
 MutableRawBody: TypeAlias = MutableMapping[str, Any]
 
 Logger: TypeAlias = Union[logging.Logger, logging.LoggerAdapter]  # type: ignore[type-arg]
+
+
+# The type of a watch-event; ``None`` for the objects of the initial listing (they have no event).
+RawEventType: TypeAlias = Literal[None, 'ADDED', 'MODIFIED', 'DELETED']
 
 
 class RawEvent(TypedDict):

@@ -15,7 +15,7 @@ so a daemon's ``spec`` always shows the freshest state of the object.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, TypeAlias
+from typing import Any, Dict, Mapping, Optional, TypeAlias, TypedDict
 
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import dicts
@@ -29,6 +29,29 @@ but with labels, annotations, and any other top-level fields (``spec``,
 ``data``, ``rules``, ...), so it cannot be a closed ``TypedDict``.
 """
 
+# The ``labels`` and ``annotations`` kwargs (and ``meta.labels``, ``meta.annotations``).
+Labels: TypeAlias = Mapping[str, str]
+Annotations: TypeAlias = Mapping[str, str]
+
+
+class ObjectReference(TypedDict, total=False):
+    """A reference to an object, e.g. in k8s-events (see :func:`kopf.build_object_reference`)."""
+    apiVersion: str
+    kind: str
+    namespace: Optional[str]
+    name: str
+    uid: str
+
+
+class OwnerReference(TypedDict, total=False):
+    """An entry of ``metadata.ownerReferences`` (see :func:`kopf.build_owner_reference`)."""
+    controller: bool
+    blockOwnerDeletion: bool
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+
 
 class Meta(dicts.MappingView[str, Any]):
     """The object's ``metadata``, with shortcuts to the commonly used fields."""
@@ -39,11 +62,11 @@ class Meta(dicts.MappingView[str, Any]):
         self._annotations: dicts.MappingView[str, str] = dicts.MappingView(self, ('annotations',))
 
     @property
-    def labels(self) -> Mapping[str, str]:
+    def labels(self) -> Labels:
         return self._labels
 
     @property
-    def annotations(self) -> Mapping[str, str]:
+    def annotations(self) -> Annotations:
         return self._annotations
 
     @property

@@ -47,6 +47,7 @@ class ConnectionInfo:
     default_namespace: Optional[str] = None  # used for cluster objects' namespace fallbacks
     priority: int = 0
     expiration: Optional[datetime.datetime] = None  # TZ-naive means UTC
+    trust_env: bool = False  # use the proxy variables & ~/.netrc (also if settings.networking.trust_env)
 
     @property
     def expiration_utc(self) -> Optional[datetime.datetime]:

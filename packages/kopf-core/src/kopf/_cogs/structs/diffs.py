@@ -19,7 +19,8 @@ relative to the field, and the unrelated changes filtered out.
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, overload
 
 from kopf._cogs.structs import dicts
 

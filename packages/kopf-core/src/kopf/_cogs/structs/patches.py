@@ -28,7 +28,8 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, MutableMapping, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, Iterable, Iterator, List, MutableMapping, Optional
 
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import dicts

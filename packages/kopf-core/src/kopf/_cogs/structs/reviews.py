@@ -156,6 +156,10 @@ class WebhookFn(Protocol):
     the URL's last path component (with none, all admission handlers run, so
     servers should pass it); ``headers`` and ``sslpeer`` are passed through
     to the handlers for their own authentication of the apiservers.
+
+    A payload that is not an admission review raises a ``ValueError`` with the
+    reason, which servers answer with ``400 Bad Request``; the handlers' own
+    failures are never raised: they are denials inside the returned review.
     """
 
     async def __call__(

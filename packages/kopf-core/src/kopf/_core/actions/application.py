@@ -11,7 +11,8 @@ freshest body and a ``test`` on ``resourceVersion`` to be safe.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional, Set
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, Set
 
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
@@ -48,11 +49,16 @@ async def apply_patch(
             latest = await client.patch_object(resource, namespace=namespace, name=name, patch=merge,
                                                patch_type=protocols.PatchType.MERGE)
         if status_patch:
-            logger.debug(f"Merge-patching the resource with: {status_patch!r}")
+            logger.debug(f"Merge-patching the status with: {status_patch!r}")
             latest = await client.patch_object(resource, namespace=namespace, name=name, patch=status_patch,
                                                patch_type=protocols.PatchType.MERGE, subresource='status')
     except apierrors.APINotFoundError:
         logger.debug("Patching was skipped: the object does not exist anymore.")
+        patch.clear()
+        return None
+    except apierrors.APIUnprocessableEntityError as e:
+        # The same patch would be rejected again and again: retrying it would only loop.
+        logger.error(_explain_rejection(e))
         patch.clear()
         return None
 
@@ -201,3 +207,15 @@ async def _json_patch_meta(
         return None
     except apierrors.APINotFoundError:
         return None
+
+
+def _explain_rejection(error: apierrors.APIUnprocessableEntityError) -> str:
+    """What the rejection of the framework's patch means for the object, and what to do about it."""
+    message = (f"The object's new state was rejected by the API server: {error}. "
+               f"The handlers' outcomes and results are not stored; the object is handled again "
+               f"only at its next change (or the operator's restart).")
+    if 'annotations' in str(error) and 'Too long' in str(error):
+        message += (" The annotations cannot hold the last-handled state of an object this big: store it "
+                    "in the status (settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage() "
+                    "and settings.persistence.progress_storage = kopf.StatusProgressStorage()).")
+    return message

@@ -15,7 +15,7 @@ import datetime
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence
 
 from kopf._cogs.configs import configuration
-from kopf._core.actions import errors, invocation, progression
+from kopf._core.actions import errors, invocation, lifecycles, progression
 from kopf._core.intents import handlers
 
 
@@ -43,6 +43,8 @@ class ExecutionContext:
     # Makes the sub-handlers' scope for an invocation (only for resource-changing handlers).
     subscope: Optional[Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]],
                                 SubExecutionScope]] = None
+    # Which of the due handlers run in a round, and in which order; None is the default lifecycle.
+    lifecycle: Optional[lifecycles.LifeCycleFn] = None
 
 
 async def execute_handlers_once(
@@ -52,15 +54,14 @@ async def execute_handlers_once(
         context: ExecutionContext,
         default_errors: handlers.ErrorsMode = handlers.ErrorsMode.TEMPORARY,
 ) -> Mapping[handlers.HandlerId, progression.HandlerOutcome]:
-    """Run every handler that is due now (not finished, not delayed), each once."""
+    """Run the handlers that are due now (not finished, not delayed) and chosen by the lifecycle, each once."""
     outcomes: Dict[handlers.HandlerId, progression.HandlerOutcome] = {}
     now = progression.utcnow()
-    for handler in handlers_:
-        handler_state = state.get(handler.id) or progression.HandlerState.from_scratch(purpose=state.purpose)
-        if not handler_state.is_awakened(now):
-            continue
+    state = state.with_purpose(state.purpose, handlers_)  # the lifecycle sees every handler's state
+    due = [handler for handler in handlers_ if state[handler.id].is_awakened(now)]
+    for handler in lifecycles.plan(context.lifecycle, due, state=state):
         outcomes[handler.id] = await execute_handler_once(
-            handler=handler, state=handler_state, context=context, default_errors=default_errors)
+            handler=handler, state=state[handler.id], context=context, default_errors=default_errors)
     return outcomes
 
 

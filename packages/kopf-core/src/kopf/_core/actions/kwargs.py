@@ -7,7 +7,8 @@ place keeps handlers, filters and sub-handlers consistent with each other.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Dict, Optional
 
 from kopf._cogs.structs import diffs
 from kopf._core.actions import progression

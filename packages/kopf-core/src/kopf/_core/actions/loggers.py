@@ -26,7 +26,8 @@ import enum
 import json
 import logging
 import sys
-from typing import Any, Dict, Mapping, MutableMapping, Optional, TextIO, Tuple
+from collections.abc import Mapping
+from typing import Any, Dict, MutableMapping, Optional, TextIO, Tuple
 
 from kopf._cogs.configs import configuration
 

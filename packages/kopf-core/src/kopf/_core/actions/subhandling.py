@@ -15,7 +15,7 @@ from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Opt
 
 from kopf._cogs.configs import progress
 from kopf._cogs.structs import bodies, patches
-from kopf._core.actions import errors, execution, progression
+from kopf._core.actions import errors, execution, lifecycles, progression, results
 from kopf._core.intents import handlers, registries
 
 # Aliases: kopf.execute() has a public kwarg named `handlers`, which shadows the module there.
@@ -53,12 +53,13 @@ def make_scope(
         settings: Any,
         logger: Any,
         build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]],
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
 ) -> Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]], SubExecution]:
     """A factory of sub-handlers' scopes for the handlers of one cycle (nested ones too)."""
     def factory(handler: handlers.BaseHandler, state: progression.HandlerState,
                 kwargs: Mapping[str, Any]) -> SubExecution:
         context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
-                                             subscope=factory)
+                                             subscope=factory, lifecycle=lifecycle)
         return SubExecution(parent_id=handler.id, purpose=purpose, body=body, patch=patch,
                             storage=storage, context=context, kwargs=kwargs)
     return factory
@@ -104,16 +105,18 @@ async def execute(
         fns: Optional[Union[Iterable[Callable[..., Any]], Mapping[str, Callable[..., Any]]]] = None,
         handlers: Optional[Iterable[ChangingHandler]] = None,
         registry: Optional[registries.OperatorRegistry] = None,
-        lifecycle: Optional[Any] = None,
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
         cause: Optional[Any] = None,
 ) -> None:
     """
     Execute the given functions or handlers as sub-handlers of the current handler.
 
-    With nothing given, the sub-handlers registered so far by the current handler
-    are executed (this happens implicitly after the handler returns, if it did not
-    call this itself). Raises an internal retry if some of them are not finished,
-    so that the parent handler is invoked again later.
+    The ``lifecycle`` chooses which of them run in each cycle (by default, the
+    operator's lifecycle, see :mod:`kopf.lifecycles`). With nothing given, the
+    sub-handlers registered so far by the current handler are executed (this
+    happens implicitly after the handler returns, if it did not call this itself).
+    Raises an internal retry if some of them are not finished, so that the parent
+    handler is invoked again later.
     """
     sub = get_current()
     children: List[ChangingHandler]
@@ -128,10 +131,15 @@ async def execute(
     else:
         children = list(sub.registered)
     sub.executed = True
-    await execute_children(sub, children)
+    await execute_children(sub, children, lifecycle=lifecycles.validate(lifecycle))
 
 
-async def execute_children(sub: SubExecution, children: Collection[handlers.ChangingHandler]) -> None:
+async def execute_children(
+        sub: SubExecution,
+        children: Collection[handlers.ChangingHandler],
+        *,
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
+) -> None:
     """Run the due children once, persist their state into the patch; retry the parent if unfinished."""
     selected = [child for child in children
                 if registries.match_resource_filters(child, body=sub.body, kwargs=sub.kwargs)]
@@ -141,10 +149,10 @@ async def execute_children(sub: SubExecution, children: Collection[handlers.Chan
         states[child.id] = (progression.HandlerState.from_record(record) if record is not None
                             else progression.HandlerState.from_scratch(purpose=sub.purpose))
     state = progression.State(states, purpose=sub.purpose)
-    outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=sub.context)
+    context = sub.context if lifecycle is None else dataclasses.replace(sub.context, lifecycle=lifecycle)
+    outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=context)
     for child_id, outcome in outcomes.items():
-        if outcome.final and outcome.exception is None and outcome.result is not None:
-            sub.patch.status[child_id] = outcome.result
+        results.store_result(sub.patch, child_id, outcome, sub.context.logger)
     state = state.with_outcomes(outcomes)
     state.store(body=sub.body, patch=sub.patch, storage=sub.storage)
     for child_id in state:

@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials
-from kopf._core.actions import execution, invocation, progression
+from kopf._core.actions import execution, lifecycles, progression
 from kopf._core.intents import handlers, registries
 
 
@@ -34,6 +34,7 @@ async def run_activity(
         memo: Any,
         extra_kwargs: Optional[Mapping[str, Any]] = None,
         handlers_: Optional[Sequence[handlers.BaseHandler]] = None,
+        default_errors: handlers.ErrorsMode = handlers.ErrorsMode.TEMPORARY,
 ) -> Mapping[handlers.HandlerId, progression.HandlerOutcome]:
     """Run all handlers of the activity until each has succeeded or failed for good."""
     logger = logging.getLogger(f'kopf.activities.{activity.value}')
@@ -51,13 +52,16 @@ async def run_activity(
             activity=activity,
         )
 
-    context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs)
+    # All at once: the activities are the operator's own, no handler may wait for another one.
+    context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
+                                         lifecycle=lifecycles.all_at_once)
     ids = [h.id for h in selected]
     while not state.done_for(ids):
         delays = state.delays(ids)
         if delays and min(delays) > 0:
             await asyncio.sleep(min(delays))
-        round_outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=context)
+        round_outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=context,
+                                                               default_errors=default_errors)
         outcomes.update(round_outcomes)
         state = state.with_outcomes(round_outcomes)
 
@@ -101,16 +105,17 @@ async def authenticate(
     prefix = 'Initial authentication' if initial else 'Re-authentication'
     logger.info(f"{prefix} has been initiated.")
     activity = handlers.Activity.AUTHENTICATION
-    if registry.has_activity_handlers(activity=activity):
-        try:
-            outcomes = await run_activity(activity=activity, registry=registry, settings=settings, memo=memo)
-        except ActivityError as e:
-            outcomes = e.outcomes
-        items: Dict[str, credentials.ConnectionInfo] = {
-            str(hid): o.result for hid, o in outcomes.items()
-            if isinstance(o.result, credentials.ConnectionInfo)}
-    else:
-        items = await _default_logins(driver=driver, logger=logger)
+    # Without login handlers of the operator, the client's defaults are the login handlers:
+    # each of them contributes its credentials (if any), and the vault prefers the highest priority.
+    own_handlers = registry.has_activity_handlers(activity=activity)
+    try:
+        outcomes = await run_activity(activity=activity, registry=registry, settings=settings, memo=memo,
+                                      handlers_=None if own_handlers else default_login_handlers(driver))
+    except ActivityError as e:
+        outcomes = e.outcomes
+    items: Dict[str, credentials.ConnectionInfo] = {
+        str(hid): o.result for hid, o in outcomes.items()
+        if isinstance(o.result, credentials.ConnectionInfo)}
     await vault.populate(items)
     if vault.is_empty():
         error = credentials.LoginError(f"{prefix} has failed: no credentials were retrieved "
@@ -121,11 +126,17 @@ async def authenticate(
     logger.info(f"{prefix} has finished.")
 
 
-async def _default_logins(*, driver: protocols.ClientDriver, logger: Any) -> Dict[str, credentials.ConnectionInfo]:
-    """The first of the client's default login methods that finds credentials here."""
-    for fn in driver.default_login_fns():
-        info = await invocation.invoke(fn, kwargs=dict(logger=logger))
-        if isinstance(info, credentials.ConnectionInfo):
-            name = getattr(fn, '__name__', 'default')
-            return {name: info}
-    return {}
+def default_login_handlers(driver: protocols.ClientDriver) -> Sequence[handlers.ActivityHandler]:
+    """
+    The client's default login functions as login handlers, named by the functions.
+
+    Their errors are ignored: a library that cannot log in here (e.g. no kubeconfig for it)
+    must not block the others; whoever has found credentials, contributes them.
+    """
+    return [
+        handlers.ActivityHandler(
+            fn=fn, id=handlers.HandlerId(getattr(fn, '__name__', 'default_login')),
+            param=None, errors=handlers.ErrorsMode.IGNORED, timeout=None, retries=None, backoff=None,
+            activity=handlers.Activity.AUTHENTICATION)
+        for fn in driver.default_login_fns()
+    ]

@@ -20,7 +20,7 @@ import warnings
 from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Optional, Set
 
 from kopf._cogs.structs import bodies, patches
-from kopf._core.actions import execution, invocation, progression
+from kopf._core.actions import execution, invocation, progression, results
 from kopf._core.engines import stoppers
 from kopf._core.intents import handlers
 
@@ -111,6 +111,27 @@ def stop_daemons(
     """Request all daemons of the object to stop (idempotent); see ``DaemonsMemory.stopped``."""
     for daemon in memory.running.values():
         request_stop(daemon, reason=reason, context=context)
+
+
+async def wait_for_instant_exit(memory: DaemonsMemory, *, settings: Any) -> None:
+    """
+    Give the daemons asked to stop a moment to exit "instantly", within the current handling cycle.
+
+    Well-behaved daemons exit as soon as their stopper is set: with this moment, the object is
+    released in the same cycle rather than in a later one (one more patch and a delay saved).
+    The moment is ``settings.background.instant_exit_timeout`` (seconds) if set, else that many
+    zero-time cycles of the event loop as ``settings.background.instant_exit_zero_time_cycles``.
+    """
+    tasks = [daemon.task for daemon in memory.running.values() if not daemon.task.done()]
+    if not tasks:
+        return
+    if settings.background.instant_exit_timeout is not None:
+        await asyncio.wait(tasks, timeout=settings.background.instant_exit_timeout)
+    elif settings.background.instant_exit_zero_time_cycles is not None:
+        for _ in range(settings.background.instant_exit_zero_time_cycles):
+            await asyncio.sleep(0)
+            if all(task.done() for task in tasks):
+                break
 
 
 def request_stop(daemon: Daemon, *, reason: stoppers.DaemonStoppingReason, context: DaemonContext) -> None:
@@ -267,8 +288,7 @@ async def _run_once(
         if patch:
             await _apply_safely(context, patch)
         raise
-    if outcome.final and outcome.exception is None and outcome.result is not None:
-        patch.status[handler.id] = outcome.result
+    results.store_result(patch, handler.id, outcome, context.logger)
     if patch:
         await _apply_safely(context, patch)
     return outcome, state.with_outcome(outcome)

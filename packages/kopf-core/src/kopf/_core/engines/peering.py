@@ -13,12 +13,17 @@ With no peering object (``default`` unless named otherwise), the operator runs
 standalone; with ``--peering``/``settings.peering.mandatory``, it waits until
 the peering object exists. The reactor runs the watch-stream of the peering
 object and feeds its events to :func:`react`.
+
+An unavailable API (5xx, 429, network errors after the client's retries) never
+ends the operator: every peering request is logged and retried with backoff
+(see :mod:`kopf._cogs.aiokits.aioretries`), the operator staying as it was.
 """
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import datetime
+import functools
 import getpass
 import logging
 import os
@@ -27,6 +32,7 @@ import socket
 import string
 from typing import Any, Collection, Dict, List, Mapping, Optional
 
+from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
@@ -120,8 +126,12 @@ async def find_targets(
         settings: configuration.OperatorSettings,
         scopes: Collection[references.Namespace],
 ) -> List[PeeringTarget]:
+    outage = aioretries.Outage(what=f"find the peering object {settings.peering.name!r}",
+                               meanwhile="the operator waits before serving anything")
     while True:
-        found = [await find_target(client=client, name=settings.peering.name, namespace=scope) for scope in scopes]
+        found = [await aioretries.persist(outage, functools.partial(
+                     find_target, client=client, name=settings.peering.name, namespace=scope))
+                 for scope in scopes]
         targets = [target for target in found if target is not None]
         if not settings.peering.mandatory or len(targets) == len(scopes):
             return targets
@@ -139,6 +149,8 @@ async def keepalive(
         identity: str,
         target: PeeringTarget,
 ) -> None:
+    outage = aioretries.Outage(what=f"renew the keep-alive in the peering object {target}",
+                               meanwhile="the operator keeps its current pause or operation")
     while True:
         entry = {'priority': settings.peering.priority, 'lifetime': settings.peering.lifetime,
                  'lastseen': datetime.datetime.now(datetime.timezone.utc).isoformat()}
@@ -148,6 +160,10 @@ async def keepalive(
             outcome = 'ok'
         except apierrors.APINotFoundError:
             outcome = 'not found'
+        except Exception as e:  # 5xx, 429, the network after the client's retries: never fatal
+            await outage.wait(e)
+            continue
+        outage.over()
         if not settings.peering.stealth:
             logger.debug(f"Keep-alive in {target}: {outcome}.")
         lifetime = settings.peering.lifetime
@@ -171,7 +187,11 @@ async def react(
              if isinstance(value, Mapping)]
     dead = [peer for peer in peers if peer.is_dead(now) and peer.identity != identity]
     if dead:
-        await _forget(client=client, target=target, identities=[peer.identity for peer in dead])
+        try:
+            await _forget(client=client, target=target, identities=[peer.identity for peer in dead])
+        except Exception as e:  # the dead entries are still there on the next event: forgotten then
+            logger.error(f"Failed to remove the dead peers from {target}; retrying on its next change. "
+                         f"The error: {e!r}")
     others = [peer for peer in peers if peer.identity != identity and not peer.is_dead(now)]
     ours = settings.peering.priority
     higher = [peer for peer in others if peer.priority > ours]

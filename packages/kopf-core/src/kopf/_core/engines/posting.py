@@ -271,8 +271,8 @@ def install_poster_handler() -> K8sPoster:
     return handler
 
 
-def build_event_body(event: K8sEvent) -> Dict[str, Any]:
-    """The core v1 ``Event`` object, as the API expects it."""
+def build_event_body(event: K8sEvent, *, settings: configuration.OperatorSettings) -> Dict[str, Any]:
+    """The core v1 ``Event`` object, as the API expects it, named and attributed as the settings say."""
     # The API expects RFC 3339 with the "Z" suffix for UTC.
     timestamp = event.timestamp.astimezone(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
     return {
@@ -280,14 +280,15 @@ def build_event_body(event: K8sEvent) -> Dict[str, Any]:
         'kind': 'Event',
         'metadata': {
             'namespace': _get_event_namespace(event.ref),
-            'generateName': 'kopf-event-',
+            'generateName': settings.posting.event_name_prefix,
         },
         'involvedObject': dict(event.ref),
         'type': event.type,
         'reason': event.reason,
         'message': event.message,
-        'source': {'component': 'kopf'},
-        'reportingComponent': 'kopf',
+        'source': {'component': settings.posting.reporting_component},
+        'reportingComponent': settings.posting.reporting_component,
+        'reportingInstance': settings.posting.reporting_instance,
         'firstTimestamp': timestamp,
         'lastTimestamp': timestamp,
         'count': 1,
@@ -316,14 +317,19 @@ async def poster(
         event = await event_queue.get()
         try:
             if settings.posting.enabled:
-                await post_event(event=event, client=client)
+                await post_event(event=event, client=client, settings=settings)
         finally:
             event_queue.task_done()
 
 
-async def post_event(*, event: K8sEvent, client: protocols.ObjectWriter) -> None:
+async def post_event(
+        *,
+        event: K8sEvent,
+        client: protocols.ObjectWriter,
+        settings: configuration.OperatorSettings,
+) -> None:
     """Post one k8s-event; log (but never raise) the errors."""
-    body = build_event_body(event)
+    body = build_event_body(event, settings=settings)
     try:
         await client.create_object(EVENTS, namespace=body['metadata']['namespace'], body=body)
     except errors.APIError as exc:

@@ -102,3 +102,8 @@ class AsyncDaemonStopped(DaemonStopped):
     async def wait(self, timeout: Optional[float] = None) -> bool:
         """Sleep until the timeout or until stopped (whichever is first); true if stopped."""
         return await self._stopper.wait_async(timeout)
+
+
+# The older names of the ``stopped`` kwarg's types of sync and async daemons (as in Kopf's annotations).
+SyncDaemonStopperChecker = SyncDaemonStopped
+AsyncDaemonStopperChecker = AsyncDaemonStopped

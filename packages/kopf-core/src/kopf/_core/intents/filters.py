@@ -9,7 +9,8 @@ get the value positionally plus the handler's kwargs. An absent value is
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Mapping, Optional, TypeAlias, Union
+from collections.abc import Mapping
+from typing import Any, Callable, Optional, TypeAlias, Union
 
 
 class MetaFilterToken(enum.Enum):

@@ -84,7 +84,7 @@ class WatchingHandler(ResourceHandler):
 @dataclasses.dataclass(frozen=True)
 class ChangingHandler(ResourceHandler):
     """A handler of creation, update, deletion, resuming, or field changes."""
-    reason: Optional[causes.Reason] = None  # None for field handlers and sub-handlers
+    reason: Optional[causes.Reason] = None  # None for field handlers and sub-handlers: any reason
     initial: Optional[bool] = None  # True for resuming handlers
     deleted: Optional[bool] = None  # resuming handlers that also run for deleted objects
     requires_finalizer: Optional[bool] = None
@@ -100,8 +100,10 @@ class ChangingHandler(ResourceHandler):
             if cause.reason == causes.Reason.DELETE:
                 return bool(self.deleted)
             return cause.reason in causes.HANDLER_REASONS
-        if self.reason is None:  # field handlers: only for updates
-            return cause.reason == causes.Reason.UPDATE
+        if self.reason is None:
+            # Field handlers: for any reason with a change of their field (checked by the filters),
+            # so also at creation when the field is set, as operators written for Kopf 1.45 expect.
+            return cause.reason in causes.HANDLER_REASONS
         return self.reason == cause.reason
 
 

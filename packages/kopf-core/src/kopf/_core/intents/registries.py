@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, TypeVar
 
 from kopf._cogs.structs import diffs, references
-from kopf._core.intents import causes, filters, handlers
+from kopf._core.intents import causes, filters, handlers, webhooks
 
 HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
 
@@ -24,6 +24,7 @@ class OperatorRegistry:
         self._changing: List[handlers.ChangingHandler] = []
         self._spawning: List[handlers.SpawningHandler] = []
         self._indexing: List[handlers.IndexingHandler] = []
+        self._webhooks: List[webhooks.WebhookHandler] = []
 
     # Registration.
 
@@ -44,6 +45,12 @@ class OperatorRegistry:
             raise ValueError(f"The index {handler.id!r} is already declared by another function: "
                              f"give one of them another id= (index names must be unique).")
         self._append_unique(self._indexing, handler)
+
+    def register_webhook(self, handler: webhooks.WebhookHandler) -> None:
+        if any(h.id == handler.id and h.fn is not handler.fn for h in self._webhooks):
+            raise ValueError(f"The admission handler id {handler.id!r} is already used by another function: "
+                             f"give one of them another id= (it names the webhook and its URL path).")
+        self._append_unique(self._webhooks, handler)
 
     @staticmethod
     def _append_unique(items: List[HandlerT], handler: HandlerT) -> None:
@@ -81,6 +88,13 @@ class OperatorRegistry:
 
     def get_indexing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.IndexingHandler]:
         return _deduplicated(h for h in self._indexing if _serves(h, resource))
+
+    def get_webhook_handlers(self) -> Sequence[webhooks.WebhookHandler]:
+        """All admission handlers, in the order of declaration (they are served by id, not by resource)."""
+        return list(self._webhooks)
+
+    def has_webhook_handlers(self) -> bool:
+        return bool(self._webhooks)
 
     @property
     def index_names(self) -> Sequence[str]:
@@ -194,9 +208,17 @@ def select_changing_handlers(
         handler for handler in handlers_
         if handler.applies_to(cause)
         and match_resource_filters(handler, body=cause.body, kwargs=kwargs,
-                                   diff=cause.diff if cause.reason == causes.Reason.UPDATE else None,
+                                   diff=cause.diff if _checks_change(handler, cause) else None,
                                    old=cause.old, new=cause.new)
     )
+
+
+def _checks_change(handler: handlers.ChangingHandler, cause: causes.ChangingCause) -> bool:
+    """Whether the handler's ``field=`` must be changed by this cause rather than just be set."""
+    # Field handlers (no reason of their own) need a change of the field whatever the reason:
+    # at creation, its first appearance is such a change; at resuming, nothing has changed.
+    is_field_handler = handler.reason is None and not handler.initial
+    return cause.reason == causes.Reason.UPDATE or is_field_handler
 
 
 def requires_finalizer(

@@ -49,6 +49,11 @@ class ObjectMemories:
             self._items[key] = memory
         return memory
 
+    def find_memo(self, raw: Mapping[str, Any]) -> Optional[Any]:
+        """The memo of a known object, without remembering an unknown one (e.g. for admission reviews)."""
+        memory = self._items.get(self.key_of(raw))
+        return memory.memo if memory is not None else None
+
     def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
         return self._items.pop(self.key_of(raw), None)
 

@@ -7,14 +7,24 @@ change or disappear, so that CRDs created after the operator start are served
 too. Namespaces matching the patterns are tracked from the namespaces' own
 watch-stream; without the permissions to list them, the exactly named
 namespaces are served as given.
+
+Once the API has been reached, its unavailability never ends the observation
+(see :mod:`kopf._cogs.aiokits.aioretries`): the resources already known are
+served until discovery works again. The very first discovery is not retried
+beyond the client's own retries: an API never reached at all is more likely a
+wrong kubeconfig than an outage, so the operator exits and says so. A CRD being
+deleted keeps its resource served until the CRD is gone, so that the delete
+handlers of its objects run and our finalizers are removed (Kubernetes deletes
+the objects first, and only then the CRD).
 """
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import logging
-from typing import Collection, FrozenSet, Iterable, Optional, Set
+from typing import Any, Collection, Dict, FrozenSet, Iterable, Mapping, Optional, Set, Tuple
 
+from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
@@ -37,6 +47,8 @@ class Insights:
     ready_resources: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     ready_namespaces: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     warned_ambiguous: Set[references.Selector] = dataclasses.field(default_factory=set)
+    # CRDs being deleted, by name: their (group, plural), served until the CRD is gone.
+    terminating: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
 
     def update(self, *, resources: Optional[Iterable[references.Resource]] = None,
                namespaces: Optional[Iterable[references.Namespace]] = None) -> None:
@@ -72,8 +84,37 @@ async def scan_resources(
                                f"{selector!r} matches {', '.join(matched)}.")
             continue
         selected.update(r for r in selector.select(available) if 'watch' in r.verbs or not r.verbs)
-    insights.update(resources=selected)
+    _warn_unresolved(selectors, available)
+    insights.update(resources=_keep_served(insights, selected))
     insights.ready_resources.set()
+
+
+def _keep_served(insights: Insights, selected: Collection[references.Resource]) -> Set[references.Resource]:
+    """
+    Keep the streams of the resources served now, even if discovery describes them differently.
+
+    A terminating CRD is advertised with fewer verbs (no create/patch): the same
+    resource must not be seen as a new one, or its stream would be restarted
+    mid-handling. And a terminating CRD's resource stays served even if it
+    disappears from discovery, until the CRD is gone.
+    """
+    served = {_identity(r): r for r in insights.resources}
+    kept = {served.get(_identity(r), r) for r in selected}
+    dying = set(insights.terminating.values())
+    kept.update(r for r in insights.resources if (r.group, r.plural) in dying)
+    return kept
+
+
+def _identity(resource: references.Resource) -> Tuple[str, str, str]:
+    return resource.group, resource.version, resource.plural
+
+
+def _warn_unresolved(selectors: Collection[references.Selector], available: Collection[references.Resource]) -> None:
+    """Say which handlers' resources do not exist (a typo, or a CRD not created yet): they sit idle."""
+    unresolved = [repr(selector) for selector in selectors
+                  if not selector.is_ambiguous(available) and not selector.select(available)]
+    if unresolved:
+        logger.warning(f"Unresolved resources cannot be served (try creating their CRDs): {', '.join(unresolved)}")
 
 
 async def resource_observer(
@@ -84,17 +125,73 @@ async def resource_observer(
         insights: Insights,
 ) -> None:
     """Resolve the resources now, and again whenever a CRD changes (unless disabled)."""
-    await scan_resources(client=client, registry=registry, insights=insights)
+    await scan_resources(client=client, registry=registry, insights=insights)  # failures end the operator
     if settings.scanning.disabled or not registry.selectors:
         return
-    try:
+    outage = aioretries.Outage(what="watch the CRDs", meanwhile=_serving_meanwhile(insights))
+    while True:
+        try:
+            await _follow_crds(client=client, settings=settings, registry=registry, insights=insights)
+        except apierrors.APIForbiddenError:
+            logger.warning("Not enough permissions to watch CRDs: resources created later will not be served "
+                           "until the operator restarts.")
+            return
+        except Exception as e:  # an outage outlasting the client's retries: never fatal
+            outage.meanwhile = _serving_meanwhile(insights)
+            await outage.wait(e)
+
+
+async def _rescan(
+        *,
+        client: protocols.ApiClient,
+        registry: registries.OperatorRegistry,
+        insights: Insights,
+) -> None:
+    """Scan the resources until it succeeds: the ones known so far are served meanwhile."""
+    outage = aioretries.Outage(what="discover the resources (GET /api, /apis)",
+                            meanwhile=_serving_meanwhile(insights))
+    await aioretries.persist(outage, lambda: scan_resources(client=client, registry=registry, insights=insights))
+
+
+def _serving_meanwhile(insights: Insights) -> str:
+    return f"serving the {len(insights.resources)} resource(s) known so far meanwhile"
+
+
+async def _follow_crds(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        registry: registries.OperatorRegistry,
+        insights: Insights,
+) -> None:
+    with watching.announced(CRDS, None):
         async for event in watching.continuous_watch(client=client, settings=settings,
-                                                     resource=CRDS, namespace=None):
-            if event.get('type') is not None:  # the initial listing is already reflected
-                await scan_resources(client=client, registry=registry, insights=insights)
-    except apierrors.APIForbiddenError:
-        logger.warning("Not enough permissions to watch CRDs: resources created later will not be served "
-                       "until the operator restarts.")
+                                                     resource=CRDS, namespace=None,
+                                                     retry_forbidden=False):
+            terminated = _track_termination(insights, event.get('type'), event.get('object', {}))
+            if event.get('type') is not None or terminated:  # the initial listing is already reflected
+                await _rescan(client=client, registry=registry, insights=insights)
+
+
+def _track_termination(insights: Insights, event_type: Optional[str], crd: Mapping[str, Any]) -> bool:
+    """Remember the CRDs being deleted, and forget them once deleted; say if it changed anything."""
+    name = crd.get('metadata', {}).get('name')
+    spec = crd.get('spec', {})
+    key = (spec.get('group', ''), spec.get('names', {}).get('plural', ''))
+    served = [r for r in insights.resources if (r.group, r.plural) == key]
+    if name is None:
+        return False
+    if event_type == 'DELETED':
+        if insights.terminating.pop(name, None) is not None or served:
+            logger.info(f"The CRD {name!r} is deleted: its resource is not served anymore.")
+            return True
+        return False
+    if crd.get('metadata', {}).get('deletionTimestamp') and name not in insights.terminating:
+        insights.terminating[name] = key
+        if served:
+            logger.info(f"The CRD {name!r} is being deleted: its objects are served until they are gone.")
+        return True
+    return False
 
 
 async def namespace_observer(
@@ -117,9 +214,33 @@ async def namespace_observer(
         insights.ready_namespaces.set()
         return
     existing: Set[str] = set()
-    try:
+    outage = aioretries.Outage(what="watch the namespaces", meanwhile="serving the namespaces known so far meanwhile")
+    while True:
+        try:
+            await _follow_namespaces(client=client, settings=settings, patterns=patterns,
+                                     insights=insights, existing=existing)
+        except apierrors.APIForbiddenError:
+            break
+        except Exception as e:  # an outage outlasting the client's retries: never fatal
+            await outage.wait(e)
+    logger.warning("Not enough permissions to watch the namespaces: serving the specific ones as given "
+                   f"({', '.join(sorted(specific)) or 'none'}); patterns are ignored.")
+    insights.update(namespaces=specific)
+    insights.ready_namespaces.set()
+
+
+async def _follow_namespaces(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        patterns: Collection[references.NamespacePattern],
+        insights: Insights,
+        existing: Set[str],
+) -> None:
+    with watching.announced(NAMESPACES, None):
         async for event in watching.continuous_watch(client=client, settings=settings,
-                                                     resource=NAMESPACES, namespace=None):
+                                                     resource=NAMESPACES, namespace=None,
+                                                     retry_forbidden=False):
             name = event.get('object', {}).get('metadata', {}).get('name')
             if name is None:
                 continue
@@ -130,8 +251,3 @@ async def namespace_observer(
             insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
             if event.get('type') is not None or not insights.ready_namespaces.is_set():
                 insights.ready_namespaces.set()
-    except apierrors.APIForbiddenError:
-        logger.warning("Not enough permissions to watch the namespaces: serving the specific ones as given "
-                       f"({', '.join(sorted(specific)) or 'none'}); patterns are ignored.")
-        insights.update(namespaces=specific)
-        insights.ready_namespaces.set()

@@ -5,22 +5,20 @@ line with the current insights (resources and namespaces come and go).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from typing import Dict, Optional, Tuple
+from typing import Awaitable, Callable, Dict, Optional, Tuple
 
+from kopf._cogs.aiokits import aioretries, aiostopping
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
-from kopf._core.engines import indexing
+from kopf._core.engines import indexing, probing
 from kopf._core.reactor import observation, processing, queueing, watching
 
 logger = logging.getLogger('kopf.reactor.orchestration')
 
 StreamKey = Tuple[references.Resource, references.Namespace]
-
-
-def _where(namespace: references.Namespace) -> str:
-    return 'cluster-wide' if namespace is None else f'in {namespace!r}'
 
 
 async def orchestrator(
@@ -30,8 +28,10 @@ async def orchestrator(
         insights: observation.Insights,
         readiness: indexing.IndexingReadiness,
         operating: asyncio.Event,
+        listing: Optional[probing.ListingReadiness] = None,
 ) -> None:
     """Start and stop the watch-streams as the insights change, until cancelled."""
+    listing = listing if listing is not None else probing.ListingReadiness()
     streams: Dict[StreamKey, asyncio.Task[None]] = {}
     limiter = asyncio.Semaphore(settings.batching.worker_limit) if settings.batching.worker_limit else None
     await insights.ready_resources.wait()
@@ -49,25 +49,48 @@ async def orchestrator(
             if operating.is_set():
                 readiness.expect({key for key in wanted
                                   if context.registry.has_indexing_handlers(resource=key[0])})
+                listing.expect(wanted)  # for the readiness probe: all streams of the start are listed
             for key in set(streams) - wanted:
                 resource, namespace = key
-                logger.debug(f"Stopping the watch-stream for {resource!r} {_where(namespace)}.")
                 task = streams.pop(key)
                 task.cancel()
                 await asyncio.wait([task])
             for key in wanted - set(streams):
                 resource, namespace = key
-                logger.debug(f"Starting the watch-stream for {resource!r} {_where(namespace)}.")
+                serve = functools.partial(_serve, context=context, settings=settings, resource=resource,
+                                          namespace=namespace, limiter=limiter, readiness=readiness,
+                                          listing=listing)
                 streams[key] = asyncio.create_task(
-                    _serve(context=context, settings=settings, resource=resource, namespace=namespace,
-                           limiter=limiter, readiness=readiness),
-                    name=f'watcher of {resource!r} {_where(namespace)}')
+                    _serve_persistently(serve, key),
+                    name=f'watcher of {resource!r} {watching.where(namespace)}')
+                streams[key].add_done_callback(_report_failure)
             await insights.changed.wait()
     finally:
-        for task in streams.values():
-            task.cancel()
-        if streams:
-            await asyncio.wait(streams.values())
+        await aiostopping.stop_tasks(list(streams.values()), title='Streaming', logger=logger)
+
+
+def _report_failure(task: asyncio.Task[None]) -> None:
+    """A stream that died (beyond the restarts) must not die silently: nothing restarts it then."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.error(f"The {task.get_name()} has failed and stopped: {task.exception()!r}",
+                     exc_info=task.exception())
+
+
+async def _serve_persistently(serve: Callable[[], Awaitable[None]], key: StreamKey) -> None:
+    """Serve the stream until cancelled; if it dies of an unexpected error, restart it after a delay."""
+    resource, namespace = key
+    failures = 0
+    while True:
+        try:
+            await serve()
+            return
+        except Exception as e:  # a resource left unserved until a restart is worse than a retry
+            delay = aioretries.backoff(failures)
+            failures += 1
+            logger.error(f"The watch-stream of {resource!r} {watching.where(namespace)} has failed; "
+                         f"restarting it in {delay:g}s (attempt {failures}). The error: {e!r}",
+                         exc_info=e)
+            await asyncio.sleep(delay)
 
 
 async def _serve(
@@ -78,6 +101,7 @@ async def _serve(
         namespace: references.Namespace,
         limiter: Optional[asyncio.Semaphore],
         readiness: indexing.IndexingReadiness,
+        listing: probing.ListingReadiness,
 ) -> None:
     async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
         return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
@@ -89,16 +113,22 @@ async def _serve(
     indexed = context.registry.has_indexing_handlers(resource=resource)
     events = watching.continuous_watch(client=context.client, settings=settings,
                                        resource=resource, namespace=namespace, on_listed=listed)
-    marker = asyncio.create_task(_mark_when_listed(listed, readiness, (resource, namespace)))
+    marker = asyncio.create_task(_mark_when_listed(listed, (readiness, listing), (resource, namespace)))
     try:
-        await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter,
-                               preprocessor=index if indexed else None)
+        with watching.announced(resource, namespace):
+            await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter,
+                                   preprocessor=index if indexed else None)
     finally:
         marker.cancel()
 
 
-async def _mark_when_listed(listed: asyncio.Event, readiness: indexing.IndexingReadiness, key: StreamKey) -> None:
+async def _mark_when_listed(
+        listed: asyncio.Event,
+        readinesses: Tuple[indexing.IndexingReadiness, probing.ListingReadiness],
+        key: StreamKey,
+) -> None:
     await listed.wait()
-    readiness.mark_listed(key)
+    for readiness in readinesses:
+        readiness.mark_listed(key)
 
 

@@ -14,14 +14,25 @@ worker's job: it wakes up earlier if a newer event arrives.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration, diffbase, progress
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, hierarchies, patches, references
-from kopf._core.actions import application, execution, invocation, loggers, progression, remembering, subhandling
+from kopf._core.actions import (
+    application,
+    execution,
+    invocation,
+    lifecycles,
+    loggers,
+    progression,
+    remembering,
+    subhandling,
+)
 from kopf._core.actions import kwargs as kwargs_
+from kopf._core.actions.results import store_result
 from kopf._core.engines import daemons, indexing, stoppers
 from kopf._core.intents import causes, handlers, registries
 from kopf._core.reactor import inventory
@@ -36,6 +47,7 @@ class ProcessingContext:
     memories: inventory.ObjectMemories
     memo: Any
     indexers: indexing.OperatorIndexers
+    lifecycle: Optional[lifecycles.LifeCycleFn] = None  # None is the default lifecycle (at each cycle)
 
 
 # How often to check if the daemons of a deleted object have exited (to release it).
@@ -158,6 +170,25 @@ async def _process_watching(
             logger.debug(f"{handler.title} succeeded.")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Change:
+    """What has changed since the last handled state, and where the state is kept."""
+    reason: causes.Reason
+    initial: bool
+    old: Optional[Mapping[str, Any]]
+    new: Mapping[str, Any]
+    diff: diffs.Diff
+    diffbase_storage: remembering.RememberingDiffBaseStorage
+    progress_storage: remembering.RememberingProgressStorage
+
+
+# The reasons that end the cycle right away: the object is gone or is not ours to finalize.
+_NOTHING_TO_DO = {
+    causes.Reason.GONE: "Deleted, really deleted, and we are notified.",
+    causes.Reason.FREE: "Deletion, but we are done with it, and we do not care.",
+}
+
+
 async def _process_changing(
         *,
         context: ProcessingContext,
@@ -171,8 +202,12 @@ async def _process_changing(
         all_handlers: Sequence[handlers.ChangingHandler],
         spawning_handlers: Sequence[handlers.SpawningHandler],
 ) -> CycleResult:
-    settings = context.settings
-    finalizer = settings.persistence.finalizer
+    """
+    One cycle of the change handlers, in steps; each step can end the cycle.
+
+    The scope, the change since the last handled state, the finalizer, the
+    daemons, then the due handlers and the write-back of all changes.
+    """
     base_kwargs = kwargs_.build_resource_kwargs(
         causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
                          indices=context.indexers.as_kwargs()))
@@ -182,18 +217,75 @@ async def _process_changing(
         _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
 
     # Stealth mode: objects matching no handler's filters are neither logged nor annotated.
-    # But the event handlers' changes (if any) are theirs, not ours: they are applied anyway.
     if not registries.is_in_scope(state_handlers, body=body, kwargs=base_kwargs):
-        if memory is not None and memory.daemons is not None:
-            _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.FILTERS_MISMATCH)
-        if raw_type == 'DELETED':
-            return CycleResult()
-        patched = None
-        if finalizer in body.metadata.get('finalizers', []):
-            patched = await _release_finalizer(context, resource, body, logger,
-                                               "Removing the finalizer, as there are no handlers requiring it.")
-        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
+        return await _process_out_of_scope(context, resource, raw_type, body, patch, memory, logger)
 
+    change = _detect_change(context, resource, raw_type, body, memory)
+    if change.reason in _NOTHING_TO_DO:
+        logger.debug(_NOTHING_TO_DO[change.reason])
+        return CycleResult()
+
+    deleting = change.reason == causes.Reason.DELETE
+    needs_finalizer = registries.requires_finalizer(state_handlers, body=body, kwargs=base_kwargs)
+    if not deleting:
+        finalized = await _fix_finalizer(context, resource, body, patch, logger, needs_finalizer=needs_finalizer)
+        if finalized is not None:
+            return finalized
+
+    if spawning_handlers and memory is not None:
+        waiting = await _keep_daemons(context, resource, body, patch, memory, logger, spawning_handlers,
+                                      base_kwargs, deleting=deleting)
+        if waiting is not None:
+            return waiting
+
+    cause = causes.ChangingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
+                                 indices=context.indexers.as_kwargs(), reason=change.reason,
+                                 initial=change.initial, diff=change.diff, old=change.old, new=change.new)
+    if change.reason == causes.Reason.NOOP:
+        logger.debug("Something has changed, but we are not interested (the essence is the same).")
+        return CycleResult(patched_body=await _apply(context, resource, body, patch, logger))
+
+    cause_kwargs = kwargs_.build_changing_kwargs(cause)
+    selected = registries.select_changing_handlers(all_handlers, cause=cause, kwargs=cause_kwargs)
+    delay = await _run_handlers(context=context, cause=cause, selected=selected, all_handlers=all_handlers,
+                                old=change.old, new=change.new, progress_storage=change.progress_storage,
+                                diffbase_storage=change.diffbase_storage)
+    if delay is None and memory is not None:
+        memory.initial_pending = False
+    return await _write_back(context, resource, body, patch, logger, change, delay=delay, deleting=deleting)
+
+
+async def _process_out_of_scope(
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_type: Optional[str],
+        body: bodies.Body,
+        patch: patches.Patch,
+        memory: Optional[inventory.ObjectMemory],
+        logger: Any,
+) -> CycleResult:
+    """No handler is interested: stop the daemons, release the finalizer, apply the event handlers' patch."""
+    if memory is not None and memory.daemons is not None:
+        _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.FILTERS_MISMATCH)
+    if raw_type == 'DELETED':
+        return CycleResult()
+    patched = None
+    if context.settings.persistence.finalizer in body.metadata.get('finalizers', []):
+        patched = await _release_finalizer(context, resource, body, logger,
+                                           "Removing the finalizer, as there are no handlers requiring it.")
+    # The event handlers' changes (if any) are theirs, not ours: they are applied anyway.
+    return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
+
+
+def _detect_change(
+        context: ProcessingContext,
+        resource: references.Resource,
+        raw_type: Optional[str],
+        body: bodies.Body,
+        memory: Optional[inventory.ObjectMemory],
+) -> _Change:
+    """The diff since the last handled state (the diff-base), and the reason of the cycle."""
+    settings = context.settings
     # What the storages fail to keep (e.g. in a pruned status) is remembered instead: otherwise,
     # every cycle would start from scratch and re-run the finished handlers endlessly.
     lost = memory.lost if memory is not None else remembering.LostState()
@@ -205,64 +297,83 @@ async def _process_changing(
     new = progress_storage.clear(essence=diffbase_storage.build(body=body, extra_fields=extra_fields))
     diff = diffs.diff(old, new)
     initial = bool(memory is not None and memory.initial_pending)
-    reason = causes.detect_changing_reason(finalizer=finalizer, raw_event_type=raw_type, body=body,
-                                           old=old, diff=diff, initial=initial)
+    reason = causes.detect_changing_reason(finalizer=settings.persistence.finalizer, raw_event_type=raw_type,
+                                           body=body, old=old, diff=diff, initial=initial)
+    return _Change(reason=reason, initial=initial, old=old, new=new, diff=diff,
+                   diffbase_storage=diffbase_storage, progress_storage=progress_storage)
 
-    if reason == causes.Reason.GONE:
-        logger.debug("Deleted, really deleted, and we are notified.")
-        return CycleResult()
-    if reason == causes.Reason.FREE:
-        logger.debug("Deletion, but we are done with it, and we do not care.")
-        return CycleResult()
 
-    deleting = reason == causes.Reason.DELETE
-    needs_finalizer = registries.requires_finalizer(state_handlers, body=body, kwargs=base_kwargs)
+async def _fix_finalizer(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        patch: patches.Patch,
+        logger: Any,
+        *,
+        needs_finalizer: bool,
+) -> Optional[CycleResult]:
+    """Add the finalizer if the handlers need it, or release it if not; nothing else happens in such a cycle."""
+    finalizer = context.settings.persistence.finalizer
     has_finalizer = finalizer in body.metadata.get('finalizers', [])
-    if not deleting and needs_finalizer and not has_finalizer:
+    if needs_finalizer and not has_finalizer:
         logger.debug("Adding the finalizer, thus preventing the actual deletion.")
         patched = await application.add_finalizer(client=context.client, resource=resource, body=body,
                                                   finalizer=finalizer, logger=logger)
-        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
-    if not deleting and not needs_finalizer and has_finalizer:
+    elif not needs_finalizer and has_finalizer:
         patched = await _release_finalizer(context, resource, body, logger,
                                            "Removing the finalizer, as there are no handlers requiring it.")
-        return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
+    else:
+        return None
+    return CycleResult(patched_body=await _apply_on_top(context, resource, body, patched, patch, logger))
 
-    if spawning_handlers and memory is not None:
-        if not deleting:
-            _spawn_daemons(context, resource, memory, body, logger, spawning_handlers, base_kwargs)
-        elif memory.daemons is not None:
-            # The deletion handlers run (and the finalizer is released) only after the daemons exit.
-            _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
-            if not memory.daemons.stopped:
-                return CycleResult(delay=DAEMONS_POLLING_INTERVAL,
-                                   patched_body=await _apply(context, resource, body, patch, logger))
 
-    cause = causes.ChangingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
-                                 indices=context.indexers.as_kwargs(),
-                                 reason=reason, initial=initial, diff=diff, old=old, new=new)
-    if reason == causes.Reason.NOOP:
-        logger.debug("Something has changed, but we are not interested (the essence is the same).")
-        return CycleResult(patched_body=await _apply(context, resource, body, patch, logger))
+async def _keep_daemons(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        patch: patches.Patch,
+        memory: inventory.ObjectMemory,
+        logger: Any,
+        spawning_handlers: Sequence[handlers.SpawningHandler],
+        kwargs: Mapping[str, Any],
+        *,
+        deleting: bool,
+) -> Optional[CycleResult]:
+    """Spawn the daemons of a live object; on deletion, stop them and wait until they exit."""
+    if not deleting:
+        _spawn_daemons(context, resource, memory, body, logger, spawning_handlers, kwargs)
+        return None
+    if memory.daemons is None:
+        return None
+    # The deletion handlers run (and the finalizer is released) only after the daemons exit.
+    _stop_daemons(context, resource, memory, logger, stoppers.DaemonStoppingReason.RESOURCE_DELETED)
+    await daemons.wait_for_instant_exit(memory.daemons, settings=context.settings)
+    if memory.daemons.stopped:
+        return None
+    return CycleResult(delay=DAEMONS_POLLING_INTERVAL,
+                       patched_body=await _apply(context, resource, body, patch, logger))
 
-    cause_kwargs = kwargs_.build_changing_kwargs(cause)
-    selected = registries.select_changing_handlers(all_handlers, cause=cause, kwargs=cause_kwargs)
-    delay = await _run_handlers(context=context, cause=cause, selected=selected, all_handlers=all_handlers,
-                                old=old, new=new, progress_storage=progress_storage,
-                                diffbase_storage=diffbase_storage)
 
-    if delay is None and memory is not None:
-        memory.initial_pending = False
-    if delay is None and deleting:
-        patched = await _apply(context, resource, body, patch, logger)
-        progress_storage.verify(bodies.Body(patched) if patched is not None else None)
-        patched = await _release_finalizer(context, resource, bodies.Body(patched) if patched else body, logger,
-                                           "Removing the finalizer, thus allowing the actual deletion.")
-        return CycleResult(patched_body=patched)
+async def _write_back(
+        context: ProcessingContext,
+        resource: references.Resource,
+        body: bodies.Body,
+        patch: patches.Patch,
+        logger: Any,
+        change: _Change,
+        *,
+        delay: Optional[float],
+        deleting: bool,
+) -> CycleResult:
+    """Apply the cycle's patch; release the finalizer when the deletion is handled; check what was kept."""
     patched = await _apply(context, resource, body, patch, logger)
     patched_body = bodies.Body(patched) if patched is not None else None
-    progress_storage.verify(patched_body)
-    diffbase_storage.verify(patched_body)
+    change.progress_storage.verify(patched_body)
+    if delay is None and deleting:
+        patched = await _release_finalizer(context, resource, patched_body or body, logger,
+                                           "Removing the finalizer, thus allowing the actual deletion.")
+        return CycleResult(patched_body=patched)
+    change.diffbase_storage.verify(patched_body)
     if delay is None:
         logger.debug("Handling cycle is finished, waiting for new changes.")
     return CycleResult(delay=delay, patched_body=patched)
@@ -296,7 +407,7 @@ async def _run_handlers(
         state = progression.State({}, purpose=purpose)
     state = state.with_purpose(purpose, selected)
 
-    if selected:
+    if selected and logger.isEnabledFor(logging.DEBUG):  # the whole body's repr is costly: only if shown
         logger.debug(f"{title} is in progress: {dict(body)!r}")
         if cause.reason == causes.Reason.UPDATE:
             logger.debug(f"{title} diff: {cause.diff!r}")
@@ -305,13 +416,13 @@ async def _run_handlers(
         return kwargs_.build_changing_kwargs(cause, handler=handler, state=handler_state)
 
     subscope = subhandling.make_scope(purpose=purpose, body=body, patch=patch, storage=progress_storage,
-                                      settings=settings, logger=logger, build_kwargs=build_kwargs)
+                                      settings=settings, logger=logger, build_kwargs=build_kwargs,
+                                      lifecycle=context.lifecycle)
     exec_context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
-                                              subscope=subscope)
+                                              subscope=subscope, lifecycle=context.lifecycle)
     outcomes = await execution.execute_handlers_once(handlers_=selected, state=state, context=exec_context)
     for handler_id, outcome in outcomes.items():
-        if outcome.final and outcome.exception is None and outcome.result is not None:
-            patch.status[handler_id] = outcome.result
+        store_result(patch, handler_id, outcome, logger)
     state = state.with_outcomes(outcomes)
 
     selected_ids = [h.id for h in selected]

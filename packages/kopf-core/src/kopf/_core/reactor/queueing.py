@@ -10,7 +10,9 @@ memory is bounded by the objects in flux, not by all objects ever seen.
 
 After the framework patches an object, the events older than that patch are
 stale (they would, for example, show no diff-base and cause a repeated
-creation); they are skipped until the patched version comes in the stream.
+creation); they are skipped until the patched version comes in the stream,
+but for no longer than ``settings.persistence.consistency_timeout``: then the
+latest of them is processed anyway (``0`` disables the waiting).
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Iterator, Optional
+from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Optional
 
+from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
-from kopf._core.reactor import processing
+from kopf._core.reactor import processing, throttling
 
 logger = logging.getLogger('kopf.reactor.queueing')
 
@@ -83,6 +86,54 @@ async def _stop_workers(streams: Iterable[_Stream], *, timeout: Optional[float])
         await asyncio.wait(pending)
 
 
+@dataclasses.dataclass
+class _OwnPatch:
+    """
+    The object's version produced by our own patch, awaited in the stream.
+
+    The events older than it are stale: skipped until it comes, but for no longer
+    than the consistency timeout; the latest of them is then processed after all.
+    """
+    version: Optional[str] = None
+    until: float = 0.0  # the loop time when the awaiting is over
+    stale: Optional[typedefs.RawEvent] = None  # the latest event skipped meanwhile
+
+    def expect(self, body: typedefs.RawBody, *, timeout: float, now: float) -> None:
+        if timeout:  # 0 disables the awaiting: the stale events are processed at once
+            self.version = body.get('metadata', {}).get('resourceVersion')
+            self.until = now + timeout
+
+    def limit(self, timeout: float, *, now: float) -> float:
+        """How long to wait for the next event: not beyond the end of the awaiting."""
+        return timeout if self.version is None else max(0.0, min(timeout, self.until - now))
+
+    def is_overdue(self, *, now: float) -> bool:
+        return self.version is not None and now >= self.until
+
+    def skips(self, event: typedefs.RawEvent, *, now: float) -> bool:
+        """Whether the event is stale and skipped (kept as the latest stale one); if not, the awaiting is over."""
+        if self.version is not None and not _is_fresh(event, self.version) and now < self.until:
+            self.stale = event
+            return True
+        self.give_up()
+        return False
+
+    def give_up(self) -> Optional[typedefs.RawEvent]:
+        """Stop awaiting; the latest stale event (if any) is to be processed."""
+        stale, self.version, self.stale = self.stale, None, None
+        return stale
+
+
+@dataclasses.dataclass
+class _WorkerState:
+    """What one object's worker knows between its cycles."""
+    throttler: throttling.ErrorThrottler
+    processed_at: float  # the loop time of the last successful cycle (or of the start)
+    latest: Optional[typedefs.RawEvent] = None  # the latest known state, processed again after a delay
+    own_patch: _OwnPatch = dataclasses.field(default_factory=_OwnPatch)  # skip the events older than it
+    delay: Optional[float] = None  # when to process the latest state again, if nothing comes earlier
+
+
 async def _worker(
         *,
         key: str,
@@ -91,62 +142,102 @@ async def _worker(
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore],
 ) -> None:
+    """Process one object's events, one cycle at a time, until it has nothing to do."""
     stream = streams[key]
-    queue = stream.queue
-    latest: Optional[typedefs.RawEvent] = None
-    awaited_version: Optional[str] = None  # skip the events older than our own patch
-    delay: Optional[float] = None
-    error_delays: Iterator[float] = iter(())
+    state = _WorkerState(throttler=throttling.ErrorThrottler(settings.batching.error_delays),
+                         processed_at=asyncio.get_running_loop().time())
     try:
         while True:
-            timeout = delay if delay is not None else settings.batching.idle_timeout
-            try:
-                event = await asyncio.wait_for(queue.get(), timeout=timeout)
-            except asyncio.TimeoutError:
-                if delay is None or latest is None:
-                    # Idle: the object has nothing to do. No await between this check and
-                    # the removal, so the watcher cannot put an event into a dying queue.
-                    if queue.empty():
-                        streams.pop(key, None)
-                        return
-                    continue
-                event = latest  # the handlers' delay is over: process the latest known state
-            else:
-                event = await _batch(queue, event, window=settings.batching.batch_window)
-                if awaited_version is not None and not _is_fresh(event, awaited_version):
-                    # Still only the events from before our own patch: stale, skip them.
-                    continue
-                awaited_version = None
-
-            latest = event
-            try:
-                async with (limiter or contextlib.nullcontext()):
-                    result = await processor(event)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                throttle = next(error_delays, None)
-                if throttle is None:
-                    error_delays = iter(settings.batching.error_delays)
-                    throttle = next(error_delays, None)
-                logger.exception(f"Unexpected error while processing {key}: {e!r}. "
-                                 f"Throttling for {throttle} seconds.")
-                delay = throttle
+            event = await _next_event(stream.queue, state, settings)
+            if event is None:
+                # Idle: the object has nothing to do. No await between this check and the
+                # removal (in `finally`), so the watcher cannot put an event into a dying queue.
+                if stream.queue.empty():
+                    return
                 continue
-            error_delays = iter(())
-            delay = result.delay
-            if result.patched_body is not None:
-                patched = typedefs.RawEvent(type='MODIFIED', object=result.patched_body)
-                awaited_version = result.patched_body.get('metadata', {}).get('resourceVersion')
-                latest = patched
-            elif delay is None and queue.empty():
+            settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter, settings=settings)
+            if settled and stream.queue.empty():
                 # Nothing to wait for (no own patch to see back, no delayed handlers): free the
                 # memory now instead of lingering, e.g. after the initial listing of many objects.
-                streams.pop(key, None)
                 return
     finally:
-        if streams.get(key) is stream and queue.empty():
+        if streams.get(key) is stream and stream.queue.empty():
             del streams[key]
+
+
+async def _next_event(
+        queue: asyncio.Queue[typedefs.RawEvent],
+        state: _WorkerState,
+        settings: configuration.OperatorSettings,
+) -> Optional[typedefs.RawEvent]:
+    """
+    The next state to process, or ``None`` if the object has been idle for long enough.
+
+    It is the newest of the events that arrive together (the older ones are
+    dropped), or the latest known state again when the delay is over. The
+    events older than our own patch are stale and are skipped, unless our
+    patched version does not come within the consistency timeout.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        timeout = state.delay if state.delay is not None else settings.batching.idle_timeout
+        timeout = state.own_patch.limit(timeout, now=loop.time())
+        waited_since = loop.time()
+        try:
+            event = await asyncio.wait_for(queue.get(), timeout=timeout)
+        except asyncio.TimeoutError:
+            if state.own_patch.is_overdue(now=loop.time()):
+                # The patched version has not come in time: the API is inconsistent or slow.
+                stale = state.own_patch.give_up()
+                if stale is not None:
+                    return stale
+                if state.delay is None and loop.time() - state.processed_at >= settings.batching.idle_timeout:
+                    return None  # idle as long as the idle timeout since the last cycle
+                if state.delay is not None:  # the handlers' delay goes on from where it was
+                    state.delay = max(0.0, state.delay - (loop.time() - waited_since))
+                continue
+            if state.delay is None or state.latest is None:
+                return None
+            return state.latest  # the handlers' delay is over: process the latest known state again
+        event = await _batch(queue, event, window=settings.batching.batch_window)
+        if not state.own_patch.skips(event, now=loop.time()):
+            return event
+
+
+async def _run_cycle(
+        key: str,
+        event: typedefs.RawEvent,
+        state: _WorkerState,
+        *,
+        processor: Processor,
+        limiter: Optional[asyncio.Semaphore],
+        settings: configuration.OperatorSettings,
+) -> bool:
+    """Process one state of the object; return whether it is settled (nothing to wait for)."""
+    state.latest = event
+    try:
+        async with (limiter or contextlib.nullcontext()):
+            result = await processor(event)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        state.delay = state.throttler.next_delay()
+        if isinstance(e, apierrors.APIForbiddenError):  # the message names the verb and the resource
+            logger.error(f"Not permitted while processing {key}: {e}. Grant the operator this "
+                         f"permission; retrying in {state.delay} seconds.")
+        else:
+            logger.exception(f"Unexpected error while processing {key}: {e!r}. "
+                             f"Throttling for {state.delay} seconds.")
+        return False
+    state.throttler.reset()
+    state.delay = result.delay
+    state.processed_at = asyncio.get_running_loop().time()
+    if result.patched_body is not None:
+        state.latest = typedefs.RawEvent(type='MODIFIED', object=result.patched_body)
+        state.own_patch.expect(result.patched_body, timeout=settings.persistence.consistency_timeout,
+                               now=state.processed_at)
+        return False
+    return result.delay is None
 
 
 async def _batch(

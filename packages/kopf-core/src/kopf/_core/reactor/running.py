@@ -17,13 +17,23 @@ import signal
 import threading
 from typing import Any, Collection, Dict, List, Optional, Sequence
 
-from kopf._cogs.aiokits import aioadapters
+from kopf._cogs.aiokits import aioadapters, aiostopping
 from kopf._cogs.clients import drivers, protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials, ephemera, references
-from kopf._core.engines import activities, daemons, indexing, peering, posting, stoppers
+from kopf._core.actions import lifecycles
+from kopf._core.engines import (
+    activities,
+    daemons,
+    indexing,
+    peering,
+    posting,
+    probing,
+    stoppers,
+    webhookserving,
+)
 from kopf._core.intents import handlers, registries
-from kopf._core.reactor import coordination, inventory, observation, orchestration, processing
+from kopf._core.reactor import coordination, exiting, inventory, observation, orchestration, processing
 
 logger = logging.getLogger('kopf.reactor.running')
 
@@ -50,7 +60,7 @@ def _version() -> str:
 def run(
         *,
         loop: Optional[asyncio.AbstractEventLoop] = None,
-        lifecycle: Optional[Any] = None,
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
         indexers: Optional[Any] = None,
         registry: Optional[registries.OperatorRegistry] = None,
         settings: Optional[configuration.OperatorSettings] = None,
@@ -101,11 +111,8 @@ def _finish_hung_tasks(loop: asyncio.AbstractEventLoop) -> None:
     would otherwise keep the process alive until it is killed.
     """
     tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    if not tasks:
-        return
-    for task in tasks:
-        task.cancel()
-    _, pending = loop.run_until_complete(asyncio.wait(tasks, timeout=HUNG_TASKS_TIMEOUT))
+    pending = loop.run_until_complete(aiostopping.stop_tasks(
+        tasks, title='Hung', logger=logger, timeout=HUNG_TASKS_TIMEOUT))
     if pending:
         names = ', '.join(sorted(task.get_name() for task in pending))
         logger.warning(f"Hung tasks are left behind at exit (they ignore the cancellation): {names}")
@@ -113,7 +120,7 @@ def _finish_hung_tasks(loop: asyncio.AbstractEventLoop) -> None:
 
 async def operator(
         *,
-        lifecycle: Optional[Any] = None,
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
         indexers: Optional[Any] = None,
         registry: Optional[registries.OperatorRegistry] = None,
         settings: Optional[configuration.OperatorSettings] = None,
@@ -147,7 +154,7 @@ async def operator(
 
 async def spawn_tasks(
         *,
-        lifecycle: Optional[Any] = None,
+        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
         indexers: Optional[Any] = None,
         registry: Optional[registries.OperatorRegistry] = None,
         settings: Optional[configuration.OperatorSettings] = None,
@@ -172,6 +179,7 @@ async def spawn_tasks(
     registry = registry if registry is not None else registries.get_default_registry()
     settings = settings if settings is not None else configuration.OperatorSettings()
     driver = client if client is not None else drivers.find_driver()  # fail early: nothing works without it
+    endpoint = probing.parse_endpoint(liveness_endpoint) if liveness_endpoint is not None else None
     if namespace is not None:
         namespaces = (*namespaces, namespace)
     if not clusterwide and not namespaces:
@@ -195,7 +203,8 @@ async def spawn_tasks(
         indexers=indexers if isinstance(indexers, indexing.OperatorIndexers) else indexing.OperatorIndexers(),
         insights=insights if insights is not None else observation.Insights(),
         clusterwide=clusterwide, namespaces=tuple(namespaces), identity=identity,
-        stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
+        stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=endpoint,
+        lifecycle=lifecycles.validate(lifecycle))
     return [asyncio.create_task(lifecycle_.run(), name='kopf operator')]
 
 
@@ -216,6 +225,7 @@ async def run_tasks(
         task.cancel()
     if pending:
         await asyncio.wait(pending)
+    aiostopping.report_stopped('Root', [task for task in root_tasks if not task.done()], logger=logger)
     for task in done:
         if task not in ignored and not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
@@ -240,7 +250,8 @@ class _Lifecycle:
             identity: Optional[str],
             stop_flag: Optional[aioadapters.Flag],
             ready_flag: Optional[aioadapters.Flag],
-            liveness_endpoint: Optional[str],
+            liveness_endpoint: Optional[probing.Endpoint],
+            lifecycle: Optional[lifecycles.LifeCycleFn] = None,
     ) -> None:
         self.registry = registry
         self.settings = settings
@@ -257,7 +268,10 @@ class _Lifecycle:
         self.stop_flag = stop_flag
         self.ready_flag = ready_flag
         self.liveness_endpoint = liveness_endpoint
+        self.lifecycle = lifecycle
+        self.listing = probing.ListingReadiness()  # for the readiness probe
         self.stopping = asyncio.Event()
+        self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
 
     async def run(self) -> None:
         logger.debug(f"Starting Kopf {_version()}.")
@@ -265,24 +279,27 @@ class _Lifecycle:
         client = self.driver.create_client(vault=self.vault, settings=self.settings)
         background: List[asyncio.Task[Any]] = []
         try:
+            if self.liveness_endpoint is not None:
+                background.append(asyncio.create_task(self._guard(probing.health_reporter(
+                    self.liveness_endpoint, registry=self.registry, settings=self.settings, memo=self.memo,
+                    extra_kwargs=self.indexers.as_kwargs, listing=self.listing, stopping=self.stopping)),
+                    name='health reporter'))
             authenticated = asyncio.Event()
             background.append(asyncio.create_task(self._guard(activities.authenticator(
                 registry=self.registry, settings=self.settings, vault=self.vault, driver=self.driver,
-                memo=self.memo, ready=authenticated)), name='authenticator'))
+                memo=self.memo, ready=authenticated)), name='credentials retriever'))
             await self._until_stopped_or(authenticated.wait())
             if not self.stopping.is_set():
                 await activities.run_activity(activity=handlers.Activity.STARTUP, registry=self.registry,
                                               settings=self.settings, memo=self.memo,
                                               extra_kwargs=self.indexers.as_kwargs())
+                webhookserving.check_setup(registry=self.registry, settings=self.settings)
                 background.extend(await self._spawn_serving(client))
                 aioadapters.raise_flag(self.ready_flag)
                 await self._until_stopped_or()
         finally:
             await self._stop_daemons()
-            for task in reversed(background):
-                task.cancel()
-            if background:
-                await asyncio.wait(background)
+            await aiostopping.stop_tasks(background[::-1], title='Core', logger=logger)
             self._remove_signal_handlers()
             try:
                 await activities.run_activity(activity=handlers.Activity.CLEANUP, registry=self.registry,
@@ -290,6 +307,8 @@ class _Lifecycle:
                                               extra_kwargs=self.indexers.as_kwargs())
             finally:
                 await client.close()
+                if self.ultimate_exit is not None:  # exited in time: an embedding loop goes on unharmed
+                    self.ultimate_exit.cancel()
         # Re-raise the failures of the background tasks (e.g. a failed authentication).
         for task in background:
             if task.done() and not task.cancelled() and task.exception() is not None:
@@ -298,7 +317,7 @@ class _Lifecycle:
     async def _spawn_serving(self, client: protocols.ApiClient) -> List[asyncio.Task[Any]]:
         context = processing.ProcessingContext(
             registry=self.registry, settings=self.settings, client=client,
-            memories=self.memories, memo=self.memo, indexers=self.indexers)
+            memories=self.memories, memo=self.memo, indexers=self.indexers, lifecycle=self.lifecycle)
         readiness = indexing.IndexingReadiness(self.indexers)
         tasks: List[asyncio.Task[Any]] = []
         event_queue: asyncio.Queue[posting.K8sEvent] = asyncio.Queue(maxsize=posting.QUEUE_LIMIT)
@@ -316,7 +335,11 @@ class _Lifecycle:
         tasks.append(asyncio.create_task(self._guard(self._coordinate(client, operating)), name='peering'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,
-            operating=operating)), name='orchestrator'))
+            operating=operating, listing=self.listing)), name='multidimensional multitasker'))
+        if self.registry.has_webhook_handlers():
+            tasks.append(asyncio.create_task(self._guard(webhookserving.serve_admission(
+                registry=self.registry, settings=self.settings, client=client, memo=self.memo,
+                memo_of=self.memories.find_memo, indices=self.indexers.as_kwargs())), name='admission webhooks'))
         return tasks
 
     async def _coordinate(self, client: protocols.ApiClient, operating: asyncio.Event) -> None:
@@ -343,6 +366,8 @@ class _Lifecycle:
         try:
             await coro
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            logger.debug(f"{task.get_name().capitalize() if task else 'A task'} is cancelled.")
             raise
         except BaseException:
             self.stopping.set()
@@ -392,6 +417,8 @@ class _Lifecycle:
 
     def _on_signal(self, sig: signal.Signals) -> None:
         logger.info(f"Signal {sig.name} is received. Operator is stopping.")
+        if self.ultimate_exit is None:  # the countdown of a stuck exit starts with the first signal
+            self.ultimate_exit = exiting.arm_ultimate_exit(self.settings)
         self.stopping.set()
         if sig == signal.SIGINT:
             # The second Ctrl-C exits at once (the default handler raises KeyboardInterrupt).

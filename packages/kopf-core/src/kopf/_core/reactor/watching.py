@@ -12,18 +12,35 @@ change are not reported again, so that none is duplicated.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Any, AsyncIterator, Dict, Mapping, NamedTuple, Optional
+from typing import Any, AsyncIterator, Dict, Iterator, Mapping, NamedTuple, Optional
 
+from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
+from kopf._core.reactor import permissions
 
 logger = logging.getLogger('kopf.reactor.watching')
 
 LIST_PAGE_SIZE = 500
+
+
+def where(namespace: references.Namespace) -> str:
+    return 'cluster-wide' if namespace is None else f'in {namespace!r}'
+
+
+@contextlib.contextmanager
+def announced(resource: references.Resource, namespace: references.Namespace) -> Iterator[None]:
+    """Log the start and the end of serving a watch-stream, in Kopf's words (users' tests wait for them)."""
+    logger.debug(f"Starting the watch-stream for {resource!r} {where(namespace)}.")
+    try:
+        yield
+    finally:
+        logger.debug(f"Stopping the watch-stream for {resource!r} {where(namespace)}.")
 
 
 async def continuous_watch(
@@ -33,26 +50,44 @@ async def continuous_watch(
         resource: references.Resource,
         namespace: references.Namespace,
         on_listed: Optional[asyncio.Event] = None,
+        retry_forbidden: bool = True,
 ) -> AsyncIterator[typedefs.RawEvent]:
-    """Yield the events of the resource forever (until cancelled)."""
+    """
+    Yield the events of the resource forever (until cancelled).
+
+    A missing permission to list or watch is logged and retried (see :mod:`permissions`),
+    unless ``retry_forbidden`` is false: then it escalates, for the callers that
+    have a fallback for it.
+    """
     known: Dict[str, _Trace] = {}  # uid -> a light trace: to tell changes and deletions on re-listing
     resource_version: Optional[str] = None
     first_listing = True
+    forbidden = permissions.ForbiddenRetries(resource=resource, namespace=namespace)
+    broken = aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
+                               meanwhile="reconnecting from the last known version")
+    absences = 0  # how many times in a row the resource was not found
     while True:
-        if resource_version is None:
-            async for event in _list_as_events(client=client, resource=resource, namespace=namespace,
-                                               known=known, first=first_listing):
-                if isinstance(event, str):
-                    resource_version = event
-                else:
-                    yield event
-            first_listing = False
-            if on_listed is not None:
-                on_listed.set()
+        verb = 'list' if resource_version is None else 'watch'
         try:
+            if resource_version is None:
+                async for event in _list_as_events(client=client, resource=resource, namespace=namespace,
+                                                   known=known, first=first_listing):
+                    forbidden.succeeded(verb)  # at the first page already: the listing may take long
+                    broken.over()
+                    if isinstance(event, str):
+                        resource_version = event
+                    else:
+                        yield event
+                first_listing = False
+                absences = 0
+                if on_listed is not None:
+                    on_listed.set()
+                verb = 'watch'
             async for raw_event in client.watch_objects(
                     resource, namespace=namespace, resource_version=resource_version,
                     timeout_seconds=settings.watching.server_timeout, allow_bookmarks=True):
+                forbidden.succeeded(verb)
+                broken.over()
                 new_version = raw_event.get('object', {}).get('metadata', {}).get('resourceVersion')
                 if raw_event.get('type') == 'BOOKMARK':
                     resource_version = new_version or resource_version
@@ -60,12 +95,35 @@ async def continuous_watch(
                 _remember(known, raw_event)
                 resource_version = new_version or resource_version
                 yield raw_event
+            forbidden.succeeded(verb)
+            broken.over()
+        except apierrors.APIForbiddenError as e:
+            if not retry_forbidden:
+                raise
+            await forbidden.wait(verb, e)
+            continue
         except apierrors.APIGoneError:
             logger.debug(f"The resourceVersion of {resource!r} is too old: re-listing.")
             resource_version = None
-        except (asyncio.TimeoutError, apierrors.APIServerError, OSError) as e:
+        except apierrors.APINotFoundError:
+            # The resource is gone (its CRD deleted): the observer stops this stream soon;
+            # until then, re-list (the CRD may come back), slower and slower, not hammering the API.
+            delay = aioretries.backoff(absences)
+            absences += 1
+            logger.debug(f"The resource {resource!r} is not found: re-listing in {delay:g}s.")
+            resource_version = None
+            await asyncio.sleep(delay)
+            continue
+        except (asyncio.TimeoutError, apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError) as e:
             # A dead or broken stream: reconnect from the last known version.
             logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
+        except apierrors.APIError:
+            raise  # other refusals of the API are not transient: the orchestrator restarts the stream
+        except Exception as e:
+            # The client's transport failed after its retries (the core does not know its classes,
+            # e.g. a disconnect or a cut payload): the stream reconnects, slower and slower.
+            await broken.wait(e)
+            continue
         await asyncio.sleep(settings.watching.reconnect_backoff)
 
 

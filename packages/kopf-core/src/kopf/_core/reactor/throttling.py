@@ -1,0 +1,31 @@
+"""
+Throttling: the delays of an object's processing after unexpected errors.
+
+An error that is not a handler's own (those are retried by the handlers'
+machinery) may repeat on every event of the object, e.g. a bug in the
+operator's filters or a broken API. Instead of spinning, the object's worker
+waits for the next delay of ``settings.batching.error_delays`` before
+processing the latest state again; once the sequence is exhausted, its last
+delay repeats for every further error (as the manual describes: 10, 20, 30,
+30, 30, ...), and the sequence starts from its beginning after a successful cycle.
+"""
+from typing import Iterable, Iterator, Optional
+
+
+class ErrorThrottler:
+    """The delays after the consecutive failures of one object's cycles."""
+
+    def __init__(self, delays: Iterable[float]) -> None:
+        self._source = delays
+        self._delays: Iterator[float] = iter(delays)
+        self._last: Optional[float] = None
+
+    def next_delay(self) -> Optional[float]:
+        """The delay after one more failure (``None`` if no delays are configured)."""
+        self._last = next(self._delays, self._last)
+        return self._last
+
+    def reset(self) -> None:
+        """A cycle has succeeded: the next failure starts the sequence from its beginning."""
+        self._delays = iter(self._source)
+        self._last = None
