@@ -15,6 +15,7 @@ from kopf import clients
 from kopf_client import (
     AiohttpClient,
     driver,
+    login_via_async_client,
     login_via_client,
     login_via_pykube,
     login_with_kubeconfig,
@@ -41,21 +42,21 @@ async def test_driver_creates_aiohttp_clients() -> None:
     await client.close()
 
 
-def test_default_logins_without_other_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, 'pykube', None)
-    monkeypatch.setitem(sys.modules, 'kubernetes', None)
-    assert list(driver.default_login_fns()) == [login_with_service_account, login_with_kubeconfig]
-
-
-def test_default_logins_piggyback_the_installed_libraries_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    _install_fake(monkeypatch, 'pykube')
-    _install_fake(monkeypatch, 'kubernetes')
-    assert list(driver.default_login_fns()) == [
-        login_via_pykube, login_via_client, login_with_service_account, login_with_kubeconfig,
-    ]
-
-
-def test_default_logins_piggyback_only_the_installed_library(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, 'pykube', None)
-    _install_fake(monkeypatch, 'kubernetes')
-    assert list(driver.default_login_fns()) == [login_via_client, login_with_service_account, login_with_kubeconfig]
+@pytest.mark.parametrize('installed, expected', [
+    pytest.param([], [login_with_service_account, login_with_kubeconfig], id='none'),
+    pytest.param(['pykube', 'kubernetes', 'kubernetes_asyncio'], [login_via_pykube, login_via_client], id='all'),
+    pytest.param(['pykube', 'kubernetes'], [login_via_pykube, login_via_client], id='pykube-and-client'),
+    pytest.param(['kubernetes'], [login_via_client], id='client'),
+    pytest.param(['kubernetes_asyncio'], [login_via_async_client], id='async-client'),
+    pytest.param(['pykube', 'kubernetes_asyncio'], [login_via_pykube, login_via_async_client], id='pykube-and-async'),
+    pytest.param(['pykube'], [login_via_pykube], id='pykube'),
+])
+def test_default_logins_are_those_of_kopf(
+        monkeypatch: pytest.MonkeyPatch, installed: list[str], expected: list[object]) -> None:
+    # The libraries, when installed, replace the built-in logins; the sync client wins over the async one.
+    for name in ['pykube', 'kubernetes', 'kubernetes_asyncio']:
+        if name in installed:
+            _install_fake(monkeypatch, name)
+        else:
+            monkeypatch.setitem(sys.modules, name, None)
+    assert list(driver.default_login_fns()) == expected

@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 import pytest
 
 import kopf
-from kopf_client import login_via_client, login_via_pykube
+from kopf_client import login_via_async_client, login_via_client, login_via_pykube
 
 LOGGER = logging.getLogger('test.login')
 
@@ -89,6 +89,7 @@ def _fake_kubernetes(
         in_cluster: Optional[Dict[str, Any]] = None,
         from_file: Optional[Dict[str, Any]] = None,
         namespace: Optional[str] = None,
+        module: str = 'kubernetes',
 ) -> None:
     loaded: Dict[str, Any] = {}
 
@@ -121,18 +122,23 @@ def _fake_kubernetes(
             raise ConfigException('Invalid kube-config file. No configuration found.')
         loaded.update(from_file)
 
+    async def load_kube_config_async() -> None:  # kubernetes_asyncio's loader is a coroutine
+        load_kube_config()
+
     def list_kube_config_contexts() -> Any:
         active = {'name': 'dev', 'context': {'cluster': 'dev', 'namespace': namespace}}
         return [active], active
 
-    config = _module('kubernetes.config', ConfigException=ConfigException,
-                     load_incluster_config=load_incluster_config, load_kube_config=load_kube_config,
+    is_async = module == 'kubernetes_asyncio'
+    config = _module(f'{module}.config', ConfigException=ConfigException,
+                     load_incluster_config=load_incluster_config,
+                     load_kube_config=load_kube_config_async if is_async else load_kube_config,
                      list_kube_config_contexts=list_kube_config_contexts)
-    client = _module('kubernetes.client', Configuration=Configuration)
-    kubernetes = _module('kubernetes', config=config, client=client)
-    monkeypatch.setitem(sys.modules, 'kubernetes', kubernetes)
-    monkeypatch.setitem(sys.modules, 'kubernetes.config', config)
-    monkeypatch.setitem(sys.modules, 'kubernetes.client', client)
+    client = _module(f'{module}.client', Configuration=Configuration)
+    kubernetes = _module(module, config=config, client=client)
+    monkeypatch.setitem(sys.modules, module, kubernetes)
+    monkeypatch.setitem(sys.modules, f'{module}.config', config)
+    monkeypatch.setitem(sys.modules, f'{module}.client', client)
 
 
 def test_pykube_in_cluster(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -145,7 +151,7 @@ def test_pykube_in_cluster(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCa
         info = login_via_pykube(logger=LOGGER)
     assert info == kopf.ConnectionInfo(
         server='https://10.96.0.1:443', ca_data=b'CA', scheme='Bearer', token='sa-token',
-        default_namespace='operators',
+        default_namespace='operators', priority=20,
     )
     assert caplog.messages == ['Pykube is configured in cluster with service account.']
 
@@ -161,7 +167,7 @@ def test_pykube_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, caplog: pytest.L
     assert info == kopf.ConnectionInfo(
         server='https://k8s.example', insecure=True,
         certificate_data=b'CERT', private_key_data=b'KEY', username='admin', password='secret',
-        default_namespace='default',
+        default_namespace='default', priority=20,
     )
     assert caplog.messages == ['Pykube is configured via kubeconfig file.']
 
@@ -176,9 +182,13 @@ def test_pykube_exec_plugins_give_the_token_they_have_sent(monkeypatch: pytest.M
     assert (info.scheme, info.token) == ('Bearer', 'exec-token')
 
 
-def test_pykube_without_any_config_gives_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pykube_without_any_config_gives_nothing(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _fake_pykube(monkeypatch)
+    monkeypatch.setenv('KUBECONFIG', '/nowhere/config')
     assert login_via_pykube(logger=LOGGER) is None
+    assert caplog.messages == ["Pykube is configured neither in cluster, nor via kubeconfig file "
+                               "(KUBECONFIG=/nowhere/config): Configuration file ~/.kube/config not found"]
 
 
 def test_pykube_not_installed_fails_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,7 +207,7 @@ def test_client_in_cluster(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCa
     assert info is not None
     assert (info.server, info.ca_path, info.scheme, info.token) == (
         'https://10.96.0.1:443', '/var/run/ca.crt', 'Bearer', 'sa-token')
-    assert caplog.messages == ['Async client is configured in cluster with service account.']
+    assert caplog.messages == ['Client is configured in cluster with service account.']
 
 
 def test_client_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -211,9 +221,9 @@ def test_client_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, caplog: pytest.L
     assert info == kopf.ConnectionInfo(
         server='https://k8s.example', insecure=True,
         certificate_path='/tmp/cert', private_key_path='/tmp/key',
-        scheme='Bearer', token='oidc-token', default_namespace='team-a',
+        scheme='Bearer', token='oidc-token', default_namespace='team-a', priority=10,
     )
-    assert caplog.messages == ['Async client is configured via kubeconfig file.']
+    assert caplog.messages == ['Client is configured via kubeconfig file.']
 
 
 def test_client_token_with_a_separate_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,12 +236,43 @@ def test_client_token_with_a_separate_prefix(monkeypatch: pytest.MonkeyPatch) ->
     assert (info.scheme, info.token) == ('Token', 'xyz')
 
 
-def test_client_without_any_config_gives_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_client_token_of_the_newer_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_kubernetes(monkeypatch, from_file={
+        'host': 'https://k8s.example', 'api_key': {'BearerToken': 'Bearer exec-token'},
+    })
+    info = login_via_client(logger=LOGGER)
+    assert info is not None
+    assert (info.scheme, info.token) == ('Bearer', 'exec-token')
+
+
+def test_client_without_any_config_gives_nothing(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _fake_kubernetes(monkeypatch)
+    monkeypatch.delenv('KUBECONFIG', raising=False)
     assert login_via_client(logger=LOGGER) is None
+    assert caplog.messages == ["Client is configured neither in cluster, nor via kubeconfig file "
+                               "(KUBECONFIG=~/.kube/config): Invalid kube-config file. No configuration found."]
 
 
 def test_client_not_installed_fails_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, 'kubernetes', None)
     with pytest.raises(kopf.LoginError, match="'kubernetes' library is not installed"):
         login_via_client(logger=LOGGER)
+
+
+async def test_async_client_without_any_config_gives_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_kubernetes(monkeypatch, module='kubernetes_asyncio')
+    assert await login_via_async_client(logger=LOGGER) is None
+
+
+async def test_async_client_not_installed_fails_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, 'kubernetes_asyncio', None)
+    with pytest.raises(kopf.LoginError, match="'kubernetes_asyncio' library is not installed"):
+        await login_via_async_client(logger=LOGGER)
+
+
+def test_the_lazy_public_names_resolve_to_the_client() -> None:
+    import aiohttp
+    assert kopf.login_via_async_client is login_via_async_client
+    assert kopf.AiohttpSession is aiohttp.ClientSession
+    assert {'login_via_async_client', 'AiohttpSession'} <= set(dir(kopf))

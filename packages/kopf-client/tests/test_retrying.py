@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 from typing import TYPE_CHECKING, List
 
 import aiohttp
@@ -129,6 +130,34 @@ async def test_backoffs_restart_for_every_request(
     assert sleeps == [1, 1]
 
 
+async def test_retries_are_logged_in_kopfs_words(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings.networking.error_backoffs = [1, 2]
+    api.add(POD_PATH, status=500)
+    api.add(POD_PATH, POD)
+    api.add(POD_PATH, status=500)
+    api.add(POD_PATH, status=500)
+    api.add(POD_PATH, status=500)
+    with caplog.at_level(logging.DEBUG, logger='kopf_client'):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+        with pytest.raises(clients.APIServerError):
+            await client.get_object(PODS, namespace='ns', name='pod1')
+    what = f'GET {api.url}{POD_PATH}'
+    error = "APIServerError('HTTP 500')"
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        ('ERROR', f"Request attempt #1/3 failed; will retry: {what} -> {error}"),
+        ('DEBUG', f"Request attempt #2/3: {what}"),
+        ('DEBUG', f"Request attempt #2/3 succeeded: {what}"),
+        ('ERROR', f"Request attempt #1/3 failed; will retry: {what} -> {error}"),
+        ('DEBUG', f"Request attempt #2/3: {what}"),
+        ('ERROR', f"Request attempt #2/3 failed; will retry: {what} -> {error}"),
+        ('DEBUG', f"Request attempt #3/3: {what}"),
+        ('ERROR', f"Request attempt #3/3 failed; escalating: {what} -> {error}"),
+    ]
+
+
 @pytest.mark.parametrize('status, error_cls', [
     pytest.param(400, clients.APIClientError, id='400'),
     pytest.param(403, clients.APIForbiddenError, id='403'),
@@ -157,6 +186,22 @@ async def test_throttling_waits_for_retry_after_and_retries(
     body = await client.get_object(PODS, namespace='ns', name='pod1')
     assert body == POD
     assert sleeps == [7]
+
+
+@pytest.mark.parametrize('enforce, expected', [
+    pytest.param(False, 10, id='longer-backoff-wins'),
+    pytest.param(True, 7, id='enforced-retry-after'),
+])
+async def test_throttling_with_a_shorter_retry_after_than_the_backoff(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+        enforce: bool, expected: float,
+) -> None:
+    settings.networking.error_backoffs = [10]
+    settings.networking.enforce_retry_after = enforce
+    api.add(POD_PATH, {'kind': 'Status', 'code': 429}, status=429, headers={'Retry-After': '7'})
+    api.add(POD_PATH, POD)
+    await client.get_object(PODS, namespace='ns', name='pod1')
+    assert sleeps == [expected]
 
 
 async def test_throttling_without_retry_after_waits_for_the_backoff(
@@ -213,7 +258,8 @@ async def test_timed_out_attempts_are_retried(
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    settings.networking.request_timeout = 0.01
+    # The hanging attempt times out; the served one is far quicker, even on a loaded machine.
+    settings.networking.request_timeout = 0.5
     settings.networking.error_backoffs = [1]
     api.add_handler(POD_PATH, hang)
     api.add(POD_PATH, POD)

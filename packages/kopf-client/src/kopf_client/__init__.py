@@ -13,7 +13,7 @@ Embedding tools can pass it explicitly::
     asyncio.run(kopf.operator(client=kopf_client.driver))
 
 The login functions are the same as in Kopf (``kopf.login_via_pykube``,
-``kopf.login_via_client``, ``kopf.login_with_service_account``,
+``kopf.login_via_client``, ``kopf.login_via_async_client``, ``kopf.login_with_service_account``,
 ``kopf.login_with_kubeconfig``) and can be used in ``@kopf.on.login``
 handlers to choose one authentication method explicitly.
 
@@ -24,12 +24,16 @@ from kopf_client._client import AiohttpClient
 from kopf_client._driver import AiohttpDriver, driver
 from kopf_client._kubeconfig import login_with_kubeconfig
 from kopf_client._piggybacking import login_via_client, login_via_pykube
+from kopf_client._piggybacking_async import login_via_async_client
 from kopf_client._serviceaccount import login_with_service_account
+from kopf_client._sessions import AiohttpSession
 
 __all__ = [
     'AiohttpClient',
     'AiohttpDriver',
+    'AiohttpSession',
     'driver',
+    'login_via_async_client',
     'login_via_client',
     'login_via_pykube',
     'login_with_kubeconfig',

@@ -7,13 +7,13 @@ package's ``pyproject.toml``), or gets it explicitly with
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Awaitable, Callable, List, Optional, Sequence, Union
 
 import kopf
 from kopf import clients
-from kopf_client import _client, _kubeconfig, _piggybacking, _serviceaccount
+from kopf_client import _client, _kubeconfig, _piggybacking, _piggybacking_async, _serviceaccount
 
-LoginFn = Callable[..., Optional[kopf.ConnectionInfo]]
+LoginFn = Callable[..., Union[Optional[kopf.ConnectionInfo], Awaitable[Optional[kopf.ConnectionInfo]]]]
 
 
 class AiohttpDriver:
@@ -31,20 +31,24 @@ class AiohttpDriver:
         """
         The login functions for operators that declare no ``@kopf.on.login`` handlers.
 
-        The caller tries them in this order and uses the first non-``None``
-        result. The piggybacking ones come first (and only if their library is
-        installed): they support more authentication methods, including
-        ``exec`` plugins and OIDC. Then the built-in ones: the service account
-        before the kubeconfig, so that a pod uses its own identity even if a
-        kubeconfig happens to be in its image.
+        All of them run (as login handlers), and each contributes the credentials
+        it finds; their priorities decide which are used first, the others are
+        used when those are rejected. As in Kopf 1.45, the installed libraries
+        are piggybacked (they support more methods: ``exec`` plugins, OIDC):
+        pykube-ng, and the official client (or its asyncio port, only when the
+        synchronous one is absent). Only without any of them, the built-in ones
+        are used: the service account and the kubeconfig.
         """
         fns: List[LoginFn] = []
         if _piggybacking.is_installed(_piggybacking.PYKUBE_MODULE):
             fns.append(_piggybacking.login_via_pykube)
         if _piggybacking.is_installed(_piggybacking.KUBERNETES_MODULE):
             fns.append(_piggybacking.login_via_client)
-        fns.append(_serviceaccount.login_with_service_account)
-        fns.append(_kubeconfig.login_with_kubeconfig)
+        elif _piggybacking.is_installed(_piggybacking_async.KUBERNETES_ASYNCIO_MODULE):
+            fns.append(_piggybacking_async.login_via_async_client)
+        if not fns:
+            fns.append(_serviceaccount.login_with_service_account)
+            fns.append(_kubeconfig.login_with_kubeconfig)
         return fns
 
     def __repr__(self) -> str:

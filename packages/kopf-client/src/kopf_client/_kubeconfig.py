@@ -35,6 +35,9 @@ _logger = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = '~/.kube/config'
 
 
+# Below the service account's: in a pod, its own identity wins over a kubeconfig in its image.
+PRIORITY = 10
+
 def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     """
     A minimalistic login handler that gets the raw credentials from kubeconfig files.
@@ -122,6 +125,7 @@ def read_kubeconfig(
         private_key_path=_path_unless_data(user, 'client-key') if user else None,
         private_key_data=_data(user, 'client-key-data') if user else None,
         default_namespace=context.fields.get('namespace') or None,
+        priority=PRIORITY,
     )
 
 

@@ -25,6 +25,11 @@ import kopf
 PYKUBE_MODULE = 'pykube'
 KUBERNETES_MODULE = 'kubernetes'
 
+# When several libraries log in, the vault uses the highest priority first, and the next
+# when those credentials are rejected (the same priorities as Kopf 1.45's).
+PRIORITY_OF_PYKUBE = 20
+PRIORITY_OF_CLIENT = 10
+
 
 def is_installed(module: str) -> bool:
     """Whether a library is importable, without importing it (some are slow to import)."""
@@ -44,7 +49,7 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
     token only when it sends a request; so one harmless request is sent to
     let it do so, and the token is taken from that request's headers.
     """
-    pykube = _import(PYKUBE_MODULE, package='pykube-ng')
+    pykube = import_library(PYKUBE_MODULE, package='pykube-ng')
     config: Any
     try:
         config = pykube.KubeConfig.from_service_account()
@@ -53,7 +58,8 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         try:
             config = pykube.KubeConfig.from_file()
             logger.debug("Pykube is configured via kubeconfig file.")
-        except (OSError, pykube.exceptions.PyKubeError):
+        except (OSError, pykube.exceptions.PyKubeError) as exc:
+            report_no_config(logger, 'Pykube', exc)
             return None
 
     cluster: Any = config.cluster
@@ -74,6 +80,7 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         certificate_data=_pykube_bytes(user.get('client-certificate')),
         private_key_data=_pykube_bytes(user.get('client-key')),
         default_namespace=_pykube_namespace(config),
+        priority=PRIORITY_OF_PYKUBE,
     )
 
 
@@ -84,29 +91,40 @@ def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
     The official client runs ``exec`` plugins and refreshes OIDC tokens when
     loading the configuration, so the loaded ``Authorization`` value is ready.
     """
-    kubernetes = _import(KUBERNETES_MODULE, package='kubernetes')
+    kubernetes = import_library(KUBERNETES_MODULE, package='kubernetes')
     importlib.import_module(f'{KUBERNETES_MODULE}.config')
     importlib.import_module(f'{KUBERNETES_MODULE}.client')
     in_cluster = False
     try:
         kubernetes.config.load_incluster_config()
         in_cluster = True
-        logger.debug("Async client is configured in cluster with service account.")
+        logger.debug("Client is configured in cluster with service account.")
     except kubernetes.config.ConfigException:
         try:
             kubernetes.config.load_kube_config()
-            logger.debug("Async client is configured via kubeconfig file.")
-        except (kubernetes.config.ConfigException, OSError):
+            logger.debug("Client is configured via kubeconfig file.")
+        except (kubernetes.config.ConfigException, OSError) as exc:
+            report_no_config(logger, 'Client', exc)
             return None
 
     configuration_cls: Any = kubernetes.client.Configuration
     get_copy = getattr(configuration_cls, 'get_default_copy', None)
     config: Any = get_copy() if get_copy is not None else configuration_cls()
-    scheme, token = _split_authorization((config.api_key or {}).get('authorization'))
-    prefix = (getattr(config, 'api_key_prefix', None) or {}).get('authorization')
-    if prefix and token:
-        scheme = prefix
+    scheme, token = _client_authorization(config)
 
+    return client_connection_info(config, scheme=scheme, token=token, priority=PRIORITY_OF_CLIENT,
+                                  namespace=_client_namespace(kubernetes, in_cluster=in_cluster))
+
+
+def client_connection_info(
+        config: Any,
+        *,
+        scheme: Optional[str],
+        token: Optional[str],
+        namespace: Optional[str],
+        priority: int,
+) -> kopf.ConnectionInfo:
+    """The credentials from a ``Configuration`` of the official client (or of its asyncio port)."""
     return kopf.ConnectionInfo(
         server=config.host,
         ca_path=config.ssl_ca_cert or None,
@@ -117,11 +135,12 @@ def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         token=token,
         certificate_path=config.cert_file or None,
         private_key_path=config.key_file or None,
-        default_namespace=_client_namespace(kubernetes, in_cluster=in_cluster),
+        default_namespace=namespace,
+        priority=priority,
     )
 
 
-def _import(module: str, *, package: str) -> Any:
+def import_library(module: str, *, package: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -129,7 +148,14 @@ def _import(module: str, *, package: str) -> Any:
                               f"Install it (e.g. as kopf-client[full-auth]), or use another login method.") from exc
 
 
-def _split_authorization(value: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+def report_no_config(logger: Any, library: str, exc: BaseException) -> None:
+    """Say why a library has found no credentials: if none has, this is what the user must fix."""
+    kubeconfig = os.environ.get('KUBECONFIG', '~/.kube/config')
+    logger.warning(f"{library} is configured neither in cluster, nor via kubeconfig file "
+                   f"(KUBECONFIG={kubeconfig}): {exc}")
+
+
+def split_authorization(value: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     """``Bearer xyz`` → (``Bearer``, ``xyz``); a bare token is a bearer token."""
     if not value or not value.strip():
         return None, None
@@ -140,12 +166,32 @@ def _split_authorization(value: Optional[str]) -> tuple[Optional[str], Optional[
     return scheme, parts[1].strip()
 
 
+def _client_authorization(config: Any) -> tuple[Optional[str], Optional[str]]:
+    """
+    The ``Authorization`` value that the official client would send, split into the scheme and token.
+
+    The newer versions keep it as ``BearerToken``, the older ones as ``authorization``. Reading it
+    via ``get_api_key_with_prefix`` runs the refresh hook (e.g. of ``exec`` plugins) if there is one.
+    """
+    getter = getattr(config, 'get_api_key_with_prefix', None)
+    for identifier in ('BearerToken', 'authorization'):
+        if getter is not None:
+            value = getter(identifier)
+        else:
+            value = (config.api_key or {}).get(identifier)
+            prefix = (getattr(config, 'api_key_prefix', None) or {}).get(identifier)
+            value = f'{prefix} {value}' if value and prefix else value
+        if value:
+            return split_authorization(value)
+    return None, None
+
+
 def _fetch_pykube_authorization(pykube: Any, config: Any) -> tuple[Optional[str], Optional[str]]:
     """Let pykube run its auth plugins in one request, and take the header it has sent."""
     api = pykube.HTTPClient(config)
     response = api.get(version='', base='/')  # the status does not matter, only the sent headers
     header = response.request.headers.get('Authorization')
-    return _split_authorization(header)
+    return split_authorization(header)
 
 
 def _pykube_bytes(value: Any) -> Optional[bytes]:
@@ -167,12 +213,7 @@ def _pykube_namespace(config: Any) -> Optional[str]:
 def _client_namespace(kubernetes: Any, *, in_cluster: bool) -> Optional[str]:
     """The namespace of the pod or of the current kubeconfig context (the client does not keep it)."""
     if in_cluster:
-        path = os.path.join('/var/run/secrets/kubernetes.io/serviceaccount', 'namespace')
-        try:
-            with open(path, encoding='utf-8') as f:
-                return f.read().strip() or None
-        except OSError:
-            return None
+        return pod_namespace()
     try:
         _, active = kubernetes.config.list_kube_config_contexts()
     except Exception:  # the config was loaded just now; any failure here is cosmetic
@@ -180,3 +221,12 @@ def _client_namespace(kubernetes: Any, *, in_cluster: bool) -> Optional[str]:
     namespace: Optional[str] = ((active or {}).get('context') or {}).get('namespace')
     return namespace or None
 
+
+def pod_namespace() -> Optional[str]:
+    """The namespace of the pod the operator runs in (the client libraries do not keep it)."""
+    path = os.path.join('/var/run/secrets/kubernetes.io/serviceaccount', 'namespace')
+    try:
+        with open(path, encoding='utf-8') as f:
+            return f.read().strip() or None
+    except OSError:
+        return None

@@ -9,13 +9,12 @@ HTML or plain text instead: then the text becomes the message.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Optional
 
 import aiohttp
 
 from kopf import clients
-from kopf_client import _retrying
+from kopf_client import _jsons, _retrying
 
 # Long HTML pages of proxies would flood the logs; the beginning is enough to diagnose.
 _MAX_MESSAGE_LENGTH = 1000
@@ -33,7 +32,7 @@ async def read_body(response: aiohttp.ClientResponse) -> tuple[Any, str]:
     if not raw.strip():
         return None, text
     try:
-        return json.loads(raw), text
+        return _jsons.loads(raw), text
     except ValueError:
         if response.status >= 400:
             return None, text

@@ -19,7 +19,7 @@ import asyncio
 import email.utils
 import math
 import time
-from typing import Awaitable, Callable, Iterable, Iterator, Optional
+from typing import Awaitable, Callable, Iterable, Iterator, Optional, Sized
 
 import aiohttp
 
@@ -46,20 +46,29 @@ class RetryBudget:
     def __init__(self, backoffs: Iterable[float]) -> None:
         self._backoffs: Iterator[float] = iter(backoffs)
         self.attempt = 1  # the number of the attempt currently in progress, for logging
+        self.total = len(backoffs) + 1 if isinstance(backoffs, Sized) else None  # unknown for generators
 
-    def take(self, *, delay: Optional[float] = None) -> Optional[float]:
+    @property
+    def label(self) -> str:
+        """The attempt as Kopf's log lines show it: ``#2/9`` (or ``#2`` if the total is unknown)."""
+        return f'#{self.attempt}/{self.total}' if self.total is not None else f'#{self.attempt}'
+
+    def take(self, *, delay: Optional[float] = None, enforce: bool = False) -> Optional[float]:
         """
         How long to wait before the next attempt, or ``None`` if there is none left.
 
-        The delay, if given (e.g. from ``Retry-After``), replaces the next
-        back-off value, but still consumes one: so that a server that keeps
-        throttling is not retried endlessly.
+        The delay, if given (e.g. from ``Retry-After``), is the least to wait:
+        a longer back-off wins, unless the delay is enforced (then it replaces
+        the back-off even if shorter). It consumes a back-off value either way,
+        so that a server that keeps throttling is not retried endlessly.
         """
         backoff = next(self._backoffs, None)
         if backoff is None:
             return None
         self.attempt += 1
-        return float(backoff if delay is None else delay)
+        if delay is None:
+            return float(backoff)
+        return float(delay if enforce else max(delay, backoff))
 
 
 def parse_retry_after(value: Optional[str], *, now: Optional[float] = None) -> Optional[float]:

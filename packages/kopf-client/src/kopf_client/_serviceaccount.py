@@ -21,6 +21,9 @@ import kopf
 SERVICE_ACCOUNT_DIR = pathlib.Path('/var/run/secrets/kubernetes.io/serviceaccount')
 
 
+# Above the kubeconfig's: in a pod, its own identity wins over a kubeconfig in its image.
+PRIORITY = 20
+
 def login_with_service_account(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     """
     A minimalistic login handler that gets the credentials of the pod's service account.
@@ -55,4 +58,5 @@ def read_service_account(directory: pathlib.Path, environ: Mapping[str, str]) ->
         scheme='Bearer',
         token=token_path.read_text(encoding='utf-8').strip(),
         default_namespace=namespace or None,
+        priority=PRIORITY,
     )

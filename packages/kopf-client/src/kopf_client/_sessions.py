@@ -19,12 +19,15 @@ import base64
 import contextlib
 import dataclasses
 import importlib.metadata
-from typing import AsyncIterator, Dict, Mapping, Optional, Set
+from typing import AsyncIterator, Callable, Dict, Mapping, Optional, Set
 
 import aiohttp
 
 from kopf import clients
 from kopf_client import _tls
+
+# The class of the HTTP sessions to the API (``kopf.AiohttpSession``, e.g. for type annotations).
+AiohttpSession = aiohttp.ClientSession
 
 
 def _user_agent() -> str:
@@ -35,14 +38,20 @@ def _user_agent() -> str:
     return f'kopf-client/{version}'
 
 
-def make_session(info: clients.ConnectionInfo, *, headers: Optional[Mapping[str, str]] = None) -> aiohttp.ClientSession:
+def make_session(
+        info: clients.ConnectionInfo,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        trust_env: bool = False,
+) -> aiohttp.ClientSession:
     """
     A session that authenticates every request with these credentials.
 
     A token wins over a username/password pair: both go into the same
     ``Authorization`` header, and only one can be sent. The connection pool is
     unlimited: watch streams hold their connections for minutes, and a limit
-    would make the regular requests wait behind them.
+    would make the regular requests wait behind them. With ``trust_env`` (of
+    the settings or the credentials), the proxy variables and ``~/.netrc`` apply.
     """
     all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {})}
     if info.token:
@@ -52,7 +61,8 @@ def make_session(info: clients.ConnectionInfo, *, headers: Optional[Mapping[str,
         pair = f'{info.username}:{info.password or ""}'.encode()
         all_headers['Authorization'] = f'Basic {base64.b64encode(pair).decode("ascii")}'
     connector = aiohttp.TCPConnector(limit=0, ssl=_tls.make_ssl_context(info))
-    return aiohttp.ClientSession(connector=connector, headers=all_headers)
+    return aiohttp.ClientSession(connector=connector, headers=all_headers,
+                                 trust_env=trust_env or info.trust_env)
 
 
 # How long to let the closed TLS connections shut down (aiohttp's own advice for graceful exits).
@@ -69,8 +79,14 @@ class _Entry:
 class SessionPool:
     """The sessions of all credentials in use, by their vault keys."""
 
-    def __init__(self, *, headers: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(
+            self,
+            *,
+            headers: Optional[Mapping[str, str]] = None,
+            trust_env: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._headers = dict(headers or {})
+        self._trust_env = trust_env  # read per new session: the settings change at startup
         self._current: Dict[clients.VaultKey, _Entry] = {}
         self._retired: Set[_Entry] = set()  # still in use by requests in flight
         self._closed = False
@@ -122,7 +138,8 @@ class SessionPool:
             await self._retire(key)
             entry = None
         if entry is None:
-            entry = _Entry(info=info, session=make_session(info, headers=self._headers))
+            entry = _Entry(info=info, session=make_session(info, headers=self._headers,
+                                                           trust_env=self._trust_env()))
             self._current[key] = entry
         entry.users += 1
         return entry

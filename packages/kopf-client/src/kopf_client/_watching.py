@@ -23,7 +23,6 @@ How a stream ends:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, AsyncIterator, Dict, Optional, cast
 
@@ -31,7 +30,7 @@ import aiohttp
 
 import kopf
 from kopf import clients
-from kopf_client import _responses, _retrying, _transport
+from kopf_client import _jsons, _responses, _retrying, _transport
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ def make_watch_timeout(settings: kopf.OperatorSettings) -> aiohttp.ClientTimeout
 
 def parse_event(line: bytes) -> clients.RawEvent:
     """Parse one line of a watch-stream into an event, insisting on its shape."""
-    data: Any = json.loads(line)
+    data: Any = _jsons.loads(line)
     if not isinstance(data, dict) or not isinstance(data.get('type'), str) or not isinstance(data.get('object'), dict):
         raise ValueError(f"Unexpected watch-event format: {line[:200]!r}")
     return cast(clients.RawEvent, data)
