@@ -66,8 +66,32 @@ def isolated_imports() -> Iterator[None]:
         del sys.modules[name]
 
 
+@pytest.fixture(autouse=True)
+def default_registry() -> Iterator[kopf.OperatorRegistry]:
+    """A fresh default registry for every test: the operators' handlers go there, not to the global one."""
+    previous = kopf.get_default_registry()
+    registry = kopf.OperatorRegistry()
+    kopf.set_default_registry(registry)
+    yield registry
+    kopf.set_default_registry(previous)
+
+
+@pytest.fixture()
+def handler_code() -> str:
+    """The code of an operator that has something to run (the commands refuse to run nothing)."""
+    return "import kopf\nkopf.on.startup()(lambda **_: None)\n"
+
+
+@pytest.fixture()
+def registry_with_a_handler() -> kopf.OperatorRegistry:
+    """A registry with something to run: the commands refuse to run nothing."""
+    registry = kopf.OperatorRegistry()
+    kopf.on.startup(registry=registry)(lambda **_: None)
+    return registry
+
+
 @pytest.fixture()
 def operator_file(tmp_path: Any) -> str:
     path = tmp_path / 'handlers.py'
-    path.write_text("LOADED = True\n")
+    path.write_text("import kopf\n\n@kopf.on.startup()\ndef started(**_):\n    pass\n\nLOADED = True\n")
     return str(path)

@@ -59,6 +59,7 @@ def test_logging_is_configured_before_the_code_is_loaded(
         runner: CliRunner, kopf_configure: Any, tmp_path: Any,
 ) -> None:
     path = tmp_path / 'handlers.py'
-    path.write_text("import kopf\nassert kopf.configure.calls, 'the logging is not configured yet'\n")
+    path.write_text("import kopf\nassert kopf.configure.calls, 'the logging is not configured yet'\n"
+                    "kopf.on.startup()(lambda **_: None)\n")
     result = runner.invoke(main, ['run', str(path)])
     assert result.exit_code == 0, result.output

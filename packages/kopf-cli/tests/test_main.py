@@ -2,6 +2,8 @@
 The ``kopf`` command group: the version, the help, the commands.
 """
 import importlib.metadata
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -43,3 +45,23 @@ def test_peering_commands_help_lists_the_options(runner: CliRunner, command: str
     result = runner.invoke(main, [command, '--help'])
     assert result.exit_code == 0
     assert option in result.output
+
+
+def test_python_m_kopf_is_the_kopf_command() -> None:
+    result = subprocess.run([sys.executable, '-m', 'kopf', 'run', '--help'], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Usage: kopf run [OPTIONS] [PATHS]...")
+
+
+def test_python_m_kopf_fails_as_the_kopf_command() -> None:
+    result = subprocess.run([sys.executable, '-m', 'kopf', 'run', '--no-such-option'],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "Error: No such option '--no-such-option'" in result.stderr
+
+
+def test_importing_the_core_does_not_import_the_command_line() -> None:
+    code = "import kopf, sys; print(sorted({'kopf_cli', 'click'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == '[]'

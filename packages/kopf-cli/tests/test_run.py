@@ -4,6 +4,7 @@
 ``kopf.run`` is a recorder (see conftest); the operator is never started.
 """
 import asyncio
+import sys
 import threading
 from typing import Any, Dict, List
 
@@ -33,7 +34,7 @@ def test_defaults_are_passed_when_no_options_are_given(runner: CliRunner, kopf_r
     pytest.param(['--standalone'], 'standalone', True, id='standalone'),
     pytest.param(['--priority=100'], 'priority', 100, id='priority'),
     pytest.param(['--dev'], 'priority', 666, id='dev'),
-    pytest.param(['--dev', '--priority=100'], 'priority', 100, id='dev-with-priority'),
+    pytest.param(['--dev', '--priority=100'], 'priority', 666, id='dev-with-priority'),
     pytest.param(['--peering=example'], 'peering_name', 'example', id='peering'),
     pytest.param(['--liveness=http://0.0.0.0:8080/healthz'], 'liveness_endpoint', 'http://0.0.0.0:8080/healthz',
                  id='liveness'),
@@ -42,6 +43,10 @@ def test_defaults_are_passed_when_no_options_are_given(runner: CliRunner, kopf_r
     pytest.param(['--namespace=ns1'], 'namespaces', ('ns1',), id='namespace'),
     pytest.param(['-n', 'ns1', '-n', 'ns2'], 'namespaces', ('ns1', 'ns2'), id='namespaces-repeated'),
     pytest.param(['-n', 'myapp-*,!*-pr-*'], 'namespaces', ('myapp-*,!*-pr-*',), id='namespace-pattern'),
+    pytest.param(['-p', '100'], 'priority', 100, id='priority-short'),
+    pytest.param(['-P', 'example'], 'peering_name', 'example', id='peering-short'),
+    pytest.param(['-L', 'http://0.0.0.0:8080/healthz'], 'liveness_endpoint', 'http://0.0.0.0:8080/healthz',
+                 id='liveness-short'),
 ])
 def test_options_go_to_the_operator(
         runner: CliRunner, kopf_run: Any, operator_file: str, args: List[str], key: str, expected: Any,
@@ -49,6 +54,44 @@ def test_options_go_to_the_operator(
     result = runner.invoke(main, ['run', operator_file, *args])
     assert result.exit_code == 0, result.output
     assert kopf_run.kwargs[key] == expected
+
+
+@pytest.mark.parametrize('env, key, expected', [
+    pytest.param({'KOPF_RUN_PEERING': 'example'}, 'peering_name', 'example', id='peering'),
+    pytest.param({'KOPF_RUN_PRIORITY': '100'}, 'priority', 100, id='priority'),
+    pytest.param({'KOPF_RUN_DEV': 'true'}, 'priority', 666, id='dev'),
+    pytest.param({'KOPF_RUN_STANDALONE': 'true'}, 'standalone', True, id='standalone'),
+    pytest.param({'KOPF_RUN_STANDALONE': 'false'}, 'standalone', False, id='not-standalone'),
+    pytest.param({'KOPF_RUN_LIVENESS_ENDPOINT': 'http://:8080/'}, 'liveness_endpoint', 'http://:8080/',
+                 id='liveness'),
+    pytest.param({'KOPF_RUN_CLUSTERWIDE': '1'}, 'clusterwide', True, id='clusterwide'),
+    pytest.param({'KOPF_RUN_NAMESPACES': 'ns1 ns2'}, 'namespaces', ('ns1', 'ns2'), id='namespaces'),
+    pytest.param({'KOPF_RUN_NAMESPACE': 'ns1'}, 'namespaces', ('ns1',), id='namespace-legacy'),
+    pytest.param({'KOPF_RUN_NAMESPACES': 'ns1', 'KOPF_RUN_NAMESPACE': 'ns2'}, 'namespaces', ('ns1', 'ns2'),
+                 id='namespace-legacy-added'),
+])
+def test_environment_variables_go_to_the_operator(
+        runner: CliRunner, kopf_run: Any, operator_file: str, env: Dict[str, str], key: str, expected: Any,
+) -> None:
+    result = runner.invoke(main, ['run', operator_file], env=env)
+    assert result.exit_code == 0, result.output
+    assert kopf_run.kwargs[key] == expected
+
+
+def test_options_win_over_environment_variables(runner: CliRunner, kopf_run: Any, operator_file: str) -> None:
+    result = runner.invoke(main, ['run', operator_file, '-P', 'option'], env={'KOPF_RUN_PEERING': 'env'})
+    assert result.exit_code == 0, result.output
+    assert kopf_run.kwargs['peering_name'] == 'option'
+
+
+def test_modules_from_the_environment_are_imported(
+        runner: CliRunner, kopf_run: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, handler_code: str,
+) -> None:
+    (tmp_path / 'env_module.py').write_text(handler_code + "LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = runner.invoke(main, ['run'], env={'KOPF_RUN_MODULES': 'env_module'})
+    assert result.exit_code == 0, result.output
+    assert sys.modules['env_module'].LOADED is True
 
 
 def test_namespaces_and_all_namespaces_together_are_refused(
@@ -66,14 +109,16 @@ def test_non_numeric_priority_is_refused(runner: CliRunner, kopf_run: Any, opera
     assert "'high' is not a valid integer" in result.output
 
 
-def test_controls_go_to_the_operator(runner: CliRunner, kopf_run: Any, operator_file: str) -> None:
+def test_controls_go_to_the_operator(
+        runner: CliRunner, kopf_run: Any, operator_file: str, registry_with_a_handler: kopf.OperatorRegistry,
+) -> None:
     loop = asyncio.new_event_loop()
     try:
         controls = CLIControls(
             ready_flag=threading.Event(),
             stop_flag=threading.Event(),
             vault=kopf.clients.Vault(),
-            registry=object(),
+            registry=registry_with_a_handler,
             settings=kopf.OperatorSettings(),
             loop=loop,
         )
@@ -98,11 +143,12 @@ def test_no_controls_mean_no_flags_and_defaults(runner: CliRunner, kopf_run: Any
 
 
 def test_given_registry_becomes_the_default_before_the_import(
-        runner: CliRunner, kopf_run: Any, kopf_set_default_registry: Any, tmp_path: Any,
+        runner: CliRunner, kopf_run: Any,
+        kopf_set_default_registry: Any, tmp_path: Any, registry_with_a_handler: kopf.OperatorRegistry,
 ) -> None:
     path = tmp_path / 'handlers.py'
     path.write_text("import kopf\nassert kopf.set_default_registry.calls, 'the registry is not set yet'\n")
-    registry = object()
+    registry = registry_with_a_handler
     result = runner.invoke(main, ['run', str(path)], obj=CLIControls(registry=registry))
     assert result.exit_code == 0, result.output
     assert kopf_set_default_registry.calls == [{'_args': (registry,)}]
@@ -118,7 +164,52 @@ def test_no_registry_keeps_the_default_one(
 
 def test_operator_runs_after_the_code_is_loaded(runner: CliRunner, kopf_run: Any, tmp_path: Any) -> None:
     path = tmp_path / 'handlers.py'
-    path.write_text("import kopf\nassert not kopf.run.calls, 'the operator runs before the import'\n")
+    path.write_text("import kopf\nassert not kopf.run.calls, 'the operator runs before the import'\n"
+                    "kopf.on.startup()(lambda **_: None)\n")
     result = runner.invoke(main, ['run', str(path)])
     assert result.exit_code == 0, result.output
     assert len(kopf_run.calls) == 1
+
+
+@pytest.mark.parametrize('url, message', [
+    ('https://0.0.0.0:8080/healthz', "must be an http:// URL"),
+    ('http://0.0.0.0:port/healthz', "is not a valid URL"),
+])
+def test_a_bad_liveness_url_is_one_line_before_anything_starts(
+        runner: CliRunner, operator_file: str, url: str, message: str,
+) -> None:
+    # The real kopf.run(): the URL is checked before any request to the cluster.
+    result = runner.invoke(main, ['run', operator_file, '-A', f'--liveness={url}'])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: The liveness endpoint {url!r} ")
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize('error', [
+    pytest.param(ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)"), id='refused'),
+    pytest.param(TimeoutError("Connection timeout to host https://10.0.0.1"), id='timeout'),
+])
+def test_unreachable_cluster_is_one_line(
+        runner: CliRunner, operator_file: str, monkeypatch: pytest.MonkeyPatch, error: OSError,
+) -> None:
+    def failing_run(**_: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(kopf, 'run', failing_run)
+    result = runner.invoke(main, ['run', operator_file])
+    assert result.exit_code == 1
+    assert result.output == ("Error: Cannot reach the cluster (check the server in the kubeconfig, and the network): "
+                             f"{error}\n")
+
+
+def test_other_operator_failures_keep_their_traceback(
+        runner: CliRunner, operator_file: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def failing_run(**_: Any) -> None:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(kopf, 'run', failing_run)
+    result = runner.invoke(main, ['run', operator_file])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, ValueError)

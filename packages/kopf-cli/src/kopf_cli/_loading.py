@@ -19,9 +19,11 @@ import os.path
 import sys
 import traceback
 import types
-from typing import Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
 import click
+
+import kopf
 
 # The frames of the importing machinery: not interesting for the user.
 _OWN_FILES = frozenset({__file__, importlib.__file__})
@@ -29,6 +31,15 @@ _OWN_FILES = frozenset({__file__, importlib.__file__})
 
 class LoadingError(click.ClickException):
     """The operator's code cannot be imported; the message says where and why."""
+
+
+class NoHandlersError(click.ClickException):
+    """The operator's code is loaded, but it has registered no handlers."""
+
+
+# The activities that make an operator worth running even without resource handlers
+# (unlike the login handlers, which only serve the others).
+_OPERATOR_ACTIVITIES = ('startup', 'cleanup', 'probe')
 
 
 def preload(*, paths: Iterable[str], modules: Iterable[str]) -> List[types.ModuleType]:
@@ -39,6 +50,25 @@ def preload(*, paths: Iterable[str], modules: Iterable[str]) -> List[types.Modul
     for name in modules:
         loaded.append(_import_name(name))
     return loaded
+
+
+def check_handlers(registry: kopf.OperatorRegistry) -> None:
+    """
+    Fail if there is nothing to run: no handlers were registered by the code loaded, nor before.
+
+    Without the files or modules given, ``kopf run`` runs what is registered
+    already (e.g. by the test module that runs it in-process): an empty
+    registry means the operator would sit idle forever, most likely because
+    of a mistyped command, so it is an error rather than a quiet start.
+    """
+    activities: Any = _OPERATOR_ACTIVITIES  # values of a str-enum that is not a public name
+    if registry.selectors or registry.has_webhook_handlers():
+        return
+    if any(registry.has_activity_handlers(activity=activity) for activity in activities):
+        return
+    raise NoHandlersError("No handlers are registered: nothing to run. Pass the operator's files "
+                          "(kopf run handlers.py) or modules (kopf run -m package.module) "
+                          "with the handlers decorated by @kopf.on...")
 
 
 def _import_path(path: str) -> types.ModuleType:
@@ -93,18 +123,30 @@ def _is_same_file(module: types.ModuleType, abspath: str) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    """The error and the user's line where it happened, without the importing machinery."""
+    """
+    The error and the user's traceback: the frames from the operator's file down to the failing line.
+
+    The frames of the importing machinery are left out: they are the same for
+    every failure and hide where the problem is. So are the middle ones of
+    very deep tracebacks (e.g. in a recursion), to keep the message readable.
+    """
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError) and exc.filename:
         # The line is not a frame in the traceback, but in the exception itself.
-        location = f'  File "{exc.filename}", line {exc.lineno}'
-        code = (exc.text or '').strip()
-        return f"{text}\n{location}" + (f"\n    {code}" if code else '')
+        return f"{text}\n" + _format_location(exc.filename, exc.lineno, None, exc.text)
     frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
               if not frame.filename.startswith('<frozen ') and frame.filename not in _OWN_FILES]
-    if frames:
-        frame = frames[-1]
-        location = f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'
-        code = (frame.line or '').strip()
-        return f"{text}\n{location}" + (f"\n    {code}" if code else '')
-    return text
+    lines = [_format_location(frame.filename, frame.lineno, frame.name, frame.line) for frame in frames]
+    if len(lines) > _MAX_FRAMES:
+        skipped = len(lines) - _MAX_FRAMES
+        lines = [*lines[:_MAX_FRAMES // 2], f"  ... {skipped} more frames ...", *lines[-(_MAX_FRAMES // 2):]]
+    return '\n'.join([text, *lines])
+
+
+_MAX_FRAMES = 10
+
+
+def _format_location(filename: str, lineno: Optional[int], name: Optional[str], line: Optional[str]) -> str:
+    location = f'  File "{filename}", line {lineno}' + (f', in {name}' if name else '')
+    code = (line or '').strip()
+    return location + (f"\n    {code}" if code else '')

@@ -3,8 +3,8 @@ The ``kopf`` command line::
 
     kopf run handlers.py --verbose
     kopf run -m package.module --namespace=some-ns
-    kopf freeze --lifetime=600 --message="Maintenance"
-    kopf resume
+    kopf freeze --peering=default --all-namespaces --lifetime=600 --message="Maintenance"
+    kopf resume --peering=default --all-namespaces
 
 ``kopf run`` is a thin layer over ``kopf.run()``: it configures the logging,
 imports the operator's code, and runs the operator with the options given.
@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.metadata
-from typing import Any, Collection, Optional
+import os
+from typing import Any, Callable, Collection, Optional
 
 import click
 
@@ -26,6 +27,7 @@ from kopf_cli import _loading, _options, _peering
 from kopf_cli._controls import CLIControls
 
 _DEV_PRIORITY = 666
+_UNREACHABLE = "Cannot reach the cluster (check the server in the kubeconfig, and the network)"
 _PACKAGES = ('kopf-core', 'kopf-client', 'kopf-cli')
 
 
@@ -72,6 +74,18 @@ def _check_scope(namespaces: Collection[str], clusterwide: bool) -> None:
         raise click.UsageError("Either --namespace or --all-namespaces can be used, not both.")
 
 
+def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
+    """
+    Add the namespace of ``$KOPF_RUN_NAMESPACE``, if set.
+
+    It is the variable of the times when only one namespace could be served;
+    deployments still set it, and Kopf still reads it, in addition to
+    ``$KOPF_RUN_NAMESPACES`` (click's own variable of ``--namespace``).
+    """
+    legacy = os.environ.get('KOPF_RUN_NAMESPACE')
+    return (*namespaces, legacy) if legacy else namespaces
+
+
 @main.command()
 @_options.logging_options
 @click.option('-n', '--namespace', 'namespaces', multiple=True, metavar='PATTERN',
@@ -81,12 +95,12 @@ def _check_scope(namespaces: Collection[str], clusterwide: bool) -> None:
 @click.option('--standalone', is_flag=True, default=None,
               help="Disable any peering: run as if this is the only instance of the operator.")
 @click.option('--dev', 'dev', is_flag=True,
-              help=f"Development mode: implies --priority={_DEV_PRIORITY}.")
-@click.option('--peering', 'peering_name', type=str, default=None,
+              help=f"Development mode: --priority={_DEV_PRIORITY}, whatever --priority says.")
+@click.option('-P', '--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
               help="The name of the peering object to use (mandatory if given).")
-@click.option('--priority', type=int, default=None,
+@click.option('-p', '--priority', type=int, default=None,
               help=f"The priority of the operator in peering (0 by default, {_DEV_PRIORITY} with --dev).")
-@click.option('--liveness', 'liveness_endpoint', type=str, default=None, metavar='URL',
+@click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None, metavar='URL',
               help="The endpoint for the liveness probes, e.g. http://0.0.0.0:8080/healthz.")
 @click.option('-m', '--module', 'modules', multiple=True, metavar='MODULE',
               help="An importable module with the handlers, as in \"python -m\" (repeatable).")
@@ -105,9 +119,7 @@ def run(
         liveness_endpoint: Optional[str],
 ) -> None:
     """Start an operator process and handle all the requests."""
-    if not paths and not modules:
-        raise click.UsageError("Nothing to run: pass the operator's Python files (kopf run handlers.py) "
-                               "or importable modules (kopf run -m package.module), or both.")
+    namespaces = _with_legacy_namespace(namespaces)
     _check_scope(namespaces, clusterwide)
     controls = _get_controls(ctx)
 
@@ -115,13 +127,21 @@ def run(
     if controls.registry is not None:
         kopf.set_default_registry(controls.registry)
     _loading.preload(paths=paths, modules=modules)
+    _loading.check_handlers(controls.registry if controls.registry is not None else kopf.get_default_registry())
 
     try:
         _run(controls=controls, standalone=standalone, dev=dev, peering_name=peering_name, priority=priority,
              liveness_endpoint=liveness_endpoint, clusterwide=clusterwide, namespaces=namespaces)
+    except kopf.LivenessEndpointError as e:  # a malformed URL, or a port that is in use
+        raise click.ClickException(str(e)) from e
     except kopf.LoginError as e:
         # A configuration problem, not a bug: one clear line instead of a traceback.
         raise click.ClickException(f"Cannot log in to the cluster: {e}") from e
+    except kopf.AdmissionSetupError as e:
+        raise click.ClickException(str(e)) from e
+    except OSError as e:
+        # The network errors that remain after the client's retries: the cluster is not there.
+        raise click.ClickException(f"{_UNREACHABLE}: {e}") from e
 
 
 def _run(
@@ -143,7 +163,7 @@ def _run(
         ready_flag=controls.ready_flag,
         vault=controls.vault,
         standalone=standalone,
-        priority=priority if priority is not None else _DEV_PRIORITY if dev else None,
+        priority=_DEV_PRIORITY if dev else priority,  # --dev wins, as in Kopf
         peering_name=peering_name,
         liveness_endpoint=liveness_endpoint,
         clusterwide=clusterwide,
@@ -154,31 +174,47 @@ def _run(
 _FREEZE_PRIORITY = 100
 
 
-def _peering_options(fn: Any) -> Any:
-    """The options of the peering commands: which peering objects, as whom."""
-    fn = click.option('-n', '--namespace', 'namespaces', multiple=True, metavar='NAME',
-                      help="The namespace of the operators (repeatable).")(fn)
-    fn = click.option('-A', '--all-namespaces', 'clusterwide', is_flag=True,
-                      help="The cluster-wide operators.")(fn)
-    fn = click.option('--peering', 'peering_name', type=str, default='default', show_default=True,
-                      help="The name of the peering object.")(fn)
-    fn = click.option('--id', 'identity', type=str, default=None,
-                      help="The identity of the freezer (user@host by default).")(fn)
-    return fn
+def _peering_options(command: str) -> Callable[[Any], Any]:
+    """
+    The options of the peering commands: which peering objects, as whom.
+
+    The variables are named as click names them for Kopf's options
+    (``KOPF_FREEZE_ID``, ``KOPF_RESUME_PEERING``, ...), so the same
+    environment works for both.
+    """
+    prefix = f'KOPF_{command.upper()}'
+
+    def decorate(fn: Any) -> Any:
+        fn = click.option('-n', '--namespace', 'namespaces', multiple=True, metavar='NAME',
+                          help="The namespace of the operators (repeatable).")(fn)
+        fn = click.option('-A', '--all-namespaces', 'clusterwide', is_flag=True,
+                          help="The cluster-wide operators.")(fn)
+        fn = click.option('-P', '--peering', 'peering_name', type=str, required=True, envvar=f'{prefix}_PEERING',
+                          help="The name of the peering object (e.g. \"default\").")(fn)
+        fn = click.option('-i', '--id', 'identity', type=str, default=None, envvar=f'{prefix}_ID',
+                          help="The identity of the freezer (user@host by default).")(fn)
+        return fn
+    return decorate
 
 
 def _run_async(controls: CLIControls, coro: Any) -> None:
-    if controls.loop is not None:
-        controls.loop.run_until_complete(coro)
-    else:
-        asyncio.run(coro)
+    try:
+        if controls.loop is not None:
+            controls.loop.run_until_complete(coro)
+        else:
+            asyncio.run(coro)
+    except kopf.clients.APIForbiddenError as e:
+        raise click.ClickException(f"Not permitted to update the peering object: {e}") from e
+    except OSError as e:
+        raise click.ClickException(f"{_UNREACHABLE}: {e}") from e
 
 
 @main.command()
 @_options.logging_options
-@_peering_options
-@click.option('--dev', 'dev', is_flag=True, help=f"Development mode: implies --priority={_DEV_PRIORITY}.")
-@click.option('--priority', type=int, default=None,
+@_peering_options('freeze')
+@click.option('--dev', 'dev', is_flag=True,
+              help=f"Development mode: --priority={_DEV_PRIORITY}, whatever --priority says.")
+@click.option('-p', '--priority', type=int, default=None,
               help=f"The priority of the freeze ({_FREEZE_PRIORITY} by default, {_DEV_PRIORITY} with --dev).")
 @click.option('-t', '--lifetime', type=click.IntRange(min=1), required=True,
               help="For how long (seconds) the operators stay frozen.")
@@ -198,7 +234,8 @@ def freeze(
     """Pause the operators with lower priorities in the peering, for some time."""
     _peering.check_namespaces(namespaces, clusterwide)
     controls = _get_controls(ctx)
-    priority = priority if priority is not None else _DEV_PRIORITY if dev else _FREEZE_PRIORITY
+    # --dev wins over --priority, as in Kopf.
+    priority = _DEV_PRIORITY if dev else priority if priority is not None else _FREEZE_PRIORITY
     identity = identity or _peering.get_default_identity()
     if message:
         _peering.logger.info(f"Freezing the operators by {identity!r} for {lifetime}s: {message}")
@@ -215,7 +252,7 @@ def freeze(
 
 @main.command()
 @_options.logging_options
-@_peering_options
+@_peering_options('resume')
 @click.pass_context
 def resume(
         ctx: click.Context,
