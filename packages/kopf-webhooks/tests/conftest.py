@@ -13,6 +13,7 @@ import collections.abc
 import copy
 import dataclasses
 import datetime
+import io
 import json
 import ssl
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
@@ -133,7 +134,7 @@ def post(review: Dict[str, Any]) -> PostFn:
         body = json.dumps(review).encode('utf-8') if data is None else data
         async with aiohttp.ClientSession() as session:
             async with session.post(
-                target, data=body, ssl=context if context is not None else True,
+                target, data=io.BytesIO(body), ssl=context if context is not None else True,
                 server_hostname=server_hostname, headers=headers,
             ) as response:
                 return Reply(status=response.status, text=await response.text())

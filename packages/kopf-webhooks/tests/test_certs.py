@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 from kopf_webhooks import MissingDependencyError, build_certificate
+from kopf_webhooks._certs import get_ca
 
 
 def get_common_name(cert_pem: bytes) -> str:
@@ -69,11 +70,32 @@ def test_first_ip_is_the_common_name_if_there_are_no_dns_names() -> None:
     assert get_common_name(cert) == '10.0.0.1'
 
 
-def test_certificate_is_its_own_ca() -> None:
-    cert_pem, _ = build_certificate(['localhost'])
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    assert cert.issuer == cert.subject
-    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+def test_chain_is_the_server_certificate_then_its_ca() -> None:
+    chain_pem, _ = build_certificate(['localhost'])
+    cert, ca = x509.load_pem_x509_certificates(chain_pem)
+    assert cert.issuer == ca.subject
+    assert ca.issuer == ca.subject
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert get_ca(chain_pem) == ca.public_bytes(serialization.Encoding.PEM)
+
+
+def test_each_build_has_its_own_ca() -> None:
+    first, _ = build_certificate(['localhost'])
+    second, _ = build_certificate(['localhost'])
+    assert get_ca(first) != get_ca(second)
+
+
+def test_ca_bundle_verifies_the_certificate_for_its_hosts_and_ips() -> None:
+    chain_pem, _ = build_certificate(['example.host', '10.1.2.3'])
+    cert, ca = x509.load_pem_x509_certificates(chain_pem)
+    cert.verify_directly_issued_by(ca)  # raises if the signature is not the CA's
+    store = x509.verification.Store([x509.load_pem_x509_certificate(get_ca(chain_pem))])
+    names: List[x509.DNSName | x509.IPAddress] = [
+        x509.DNSName('example.host'), x509.IPAddress(ipaddress.ip_address('10.1.2.3'))]
+    for name in names:
+        verifier = x509.verification.PolicyBuilder().store(store).build_server_verifier(name)
+        verifier.verify(cert, [])  # raises if the chain or the name does not verify
 
 
 def test_private_key_is_not_encrypted_without_a_password() -> None:

@@ -14,6 +14,7 @@ import pytest
 from kopf_webhooks import (
     ClusterDetector,
     WebhookAutoServer,
+    WebhookDockerDesktopServer,
     WebhookK3dServer,
     WebhookMinikubeServer,
     WebhookServer,
@@ -54,6 +55,7 @@ def kubeconfig(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Calla
 @pytest.mark.parametrize('cls, hostname', [
     pytest.param(WebhookK3dServer, 'host.k3d.internal', id='k3d'),
     pytest.param(WebhookMinikubeServer, 'host.minikube.internal', id='minikube'),
+    pytest.param(WebhookDockerDesktopServer, 'host.docker.internal', id='docker-desktop'),
 ])
 async def test_local_cluster_servers_report_their_magic_hostnames(
         start: Any, cls: type[WebhookServer], hostname: str,
@@ -66,6 +68,7 @@ async def test_local_cluster_servers_report_their_magic_hostnames(
 @pytest.mark.parametrize('cls, hostname', [
     pytest.param(WebhookK3dServer, 'host.k3d.internal', id='k3d'),
     pytest.param(WebhookMinikubeServer, 'host.minikube.internal', id='minikube'),
+    pytest.param(WebhookDockerDesktopServer, 'host.docker.internal', id='docker-desktop'),
 ])
 async def test_local_cluster_servers_are_trusted_under_their_magic_hostnames(
         start: Any, post: Any, cls: type[WebhookServer], hostname: str,
@@ -84,7 +87,9 @@ async def test_local_cluster_servers_accept_a_host_override(start: Any) -> None:
 @pytest.mark.parametrize('context, hostname', [
     pytest.param('k3d-mycluster', 'host.k3d.internal', id='k3d'),
     pytest.param('minikube', 'host.minikube.internal', id='minikube'),
+    pytest.param('docker-desktop', 'host.docker.internal', id='docker-desktop-context'),
     pytest.param('minikube-profile', 'host.minikube.internal', id='minikube-profile'),
+    pytest.param('docker-desktop', 'host.docker.internal', id='docker-desktop'),
     pytest.param('kind-kind', None, id='kind'),
     pytest.param('my-k3d-cluster', None, id='k3d-not-as-a-prefix'),
 ])
@@ -144,6 +149,7 @@ def test_kubeconfig_defaults_to_the_home_directory(
 @pytest.mark.parametrize('context, hostname', [
     pytest.param('k3d-mycluster', 'host.k3d.internal', id='k3d'),
     pytest.param('minikube', 'host.minikube.internal', id='minikube'),
+    pytest.param('docker-desktop', 'host.docker.internal', id='docker-desktop-context'),
     pytest.param('kind-kind', '127.0.0.1', id='unknown'),
 ])
 async def test_auto_server_uses_the_guessed_hostname_or_its_address(

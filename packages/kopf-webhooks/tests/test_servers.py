@@ -12,6 +12,7 @@ import logging
 import pathlib
 import socket
 import ssl
+import subprocess
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import aiohttp
@@ -19,6 +20,7 @@ import pytest
 
 import kopf
 from kopf_webhooks import WebhookServer
+from kopf_webhooks._requests import MAX_REVIEW_SIZE
 
 
 async def test_server_yields_an_https_url_once_listening(start: Any, post: Any) -> None:
@@ -231,15 +233,32 @@ async def test_sslpeer_is_none_without_a_client_certificate(start: Any, post: An
     assert fn.calls[0]['sslpeer'] is None
 
 
+def client_ca_options(source: str, cert: bytes, tmp_path: pathlib.Path) -> Dict[str, Any]:
+    """The client CA (here, the client's self-signed certificate) given in each supported way."""
+    if source == 'cadata':
+        return {'verify_cadata': cert.decode('ascii')}
+    if source == 'cafile':
+        (tmp_path / 'client-ca.pem').write_bytes(cert)
+        return {'verify_cafile': tmp_path / 'client-ca.pem'}
+    # A CA directory as OpenSSL reads it: the files are named by the subject's hash.
+    (tmp_path / 'cas').mkdir()
+    (tmp_path / 'client-ca.pem').write_bytes(cert)
+    subject_hash = subprocess.run(['openssl', 'x509', '-hash', '-noout', '-in', str(tmp_path / 'client-ca.pem')],
+                                  check=True, capture_output=True, text=True).stdout.strip()
+    (tmp_path / 'cas' / f'{subject_hash}.0').write_bytes(cert)
+    return {'verify_capath': tmp_path / 'cas'}
+
+
+@pytest.mark.parametrize('source', ['cadata', 'cafile', 'capath'])
 async def test_sslpeer_is_the_verified_client_certificate(
-        start: Any, post: Any, fn: Any, tmp_path: pathlib.Path,
+        start: Any, post: Any, fn: Any, tmp_path: pathlib.Path, source: str,
         client_certificate: Tuple[bytes, bytes],
         trusting: Callable[[kopf.WebhookClientConfig], ssl.SSLContext],
 ) -> None:
     cert, pkey = client_certificate
     (tmp_path / 'client-cert.pem').write_bytes(cert)
     (tmp_path / 'client-key.pem').write_bytes(pkey)
-    client_config = await start(WebhookServer(addr='127.0.0.1', verify_cadata=cert.decode('ascii')))
+    client_config = await start(WebhookServer(addr='127.0.0.1', **client_ca_options(source, cert, tmp_path)))
     context = trusting(client_config)
     context.load_cert_chain(tmp_path / 'client-cert.pem', tmp_path / 'client-key.pem')
     await post(client_config, '/validate1', context=context)
@@ -291,10 +310,30 @@ async def test_malformed_reviews_are_rejected_as_bad_requests(
     assert fn.calls == []
 
 
+async def test_reviews_refused_by_the_function_are_bad_requests_with_its_reason(
+        start: Any, post: Any, fn: Any,
+) -> None:
+    fn.error = ValueError("The admission review's request has no 'uid'.")
+    client_config = await start(WebhookServer(addr='127.0.0.1'))
+    reply = await post(client_config, '/validate1')
+    assert reply.status == 400
+    assert reply.text == "The admission review is malformed: The admission review's request has no 'uid'."
+
+
+async def test_oversized_reviews_are_bad_requests_without_reaching_the_function(
+        start: Any, post: Any, fn: Any,
+) -> None:
+    client_config = await start(WebhookServer(addr='127.0.0.1'))
+    reply = await post(client_config, '/validate1', data=b' ' * (MAX_REVIEW_SIZE + 1))
+    assert reply.status == 400
+    assert reply.text == f"The admission review is larger than the limit of {MAX_REVIEW_SIZE} bytes."
+    assert fn.calls == []
+
+
 async def test_failures_of_the_function_are_internal_server_errors(
         start: Any, post: Any, fn: Any, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    fn.error = ValueError('boom')
+    fn.error = RuntimeError('boom')
     client_config = await start(WebhookServer(addr='127.0.0.1'))
     with caplog.at_level(logging.ERROR, logger='kopf.webhooks'):
         reply = await post(client_config, '/validate1')

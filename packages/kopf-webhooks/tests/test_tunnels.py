@@ -11,11 +11,15 @@ import pathlib
 import sys
 import types
 import urllib.parse
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
 from kopf_webhooks import MissingDependencyError, WebhookAutoTunnel, WebhookNgrokTunnel
+
+
+class PyngrokError(Exception):
+    """As pyngrok raises when it cannot install or start ngrok."""
 
 
 class FakeNgrok:
@@ -26,12 +30,15 @@ class FakeNgrok:
         self.configs: List[Dict[str, Any]] = []
         self.connected: List[Tuple[str, Dict[str, Any]]] = []
         self.disconnected: List[str] = []
+        self.error: Optional[Exception] = None
 
     def make_config(self, **kwargs: Any) -> Dict[str, Any]:
         self.configs.append(kwargs)
         return kwargs
 
     def connect(self, addr: str, **kwargs: Any) -> types.SimpleNamespace:
+        if self.error is not None:
+            raise self.error
         self.connected.append((addr, kwargs))
         return types.SimpleNamespace(public_url=self.public_url)
 
@@ -45,14 +52,18 @@ def pyngrok(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNgrok]:
     package = types.ModuleType('pyngrok')
     conf = types.ModuleType('pyngrok.conf')
     ngrok = types.ModuleType('pyngrok.ngrok')
+    exception = types.ModuleType('pyngrok.exception')
+    exception.PyngrokError = PyngrokError  # type: ignore[attr-defined]
     conf.PyngrokConfig = fake.make_config  # type: ignore[attr-defined]
     ngrok.connect = fake.connect  # type: ignore[attr-defined]
     ngrok.disconnect = fake.disconnect  # type: ignore[attr-defined]
     package.conf = conf  # type: ignore[attr-defined]
     package.ngrok = ngrok  # type: ignore[attr-defined]
+    package.exception = exception  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, 'pyngrok', package)
     monkeypatch.setitem(sys.modules, 'pyngrok.conf', conf)
     monkeypatch.setitem(sys.modules, 'pyngrok.ngrok', ngrok)
+    monkeypatch.setitem(sys.modules, 'pyngrok.exception', exception)
     yield fake
 
 
@@ -151,3 +162,13 @@ async def test_auto_tunnel_without_pyngrok_explains_what_to_install(start: Any) 
         await start(WebhookAutoTunnel(addr='127.0.0.1'))
 
 
+
+
+async def test_ngrok_without_a_binary_explains_the_options(start: Any, pyngrok: FakeNgrok) -> None:
+    pyngrok.error = PyngrokError("An error occurred while downloading ngrok from https://bin.equinox.io/.")
+    with pytest.raises(MissingDependencyError) as err:
+        await start(WebhookNgrokTunnel(binary='/nonexistent/ngrok'))
+    assert str(err.value) == (
+        "The ngrok tunnel cannot be established: An error occurred while downloading ngrok "
+        "from https://bin.equinox.io/. Give the path to an ngrok binary as WebhookNgrokTunnel(binary=...), "
+        "or let pyngrok find or download one (its own configuration; the download needs internet access).")

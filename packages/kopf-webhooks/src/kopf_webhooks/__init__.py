@@ -15,7 +15,13 @@ Self-signed certificates need ``kopf-webhooks[dev]``; ngrok tunnels need
 ``kopf-webhooks[ngrok]``.
 """
 from kopf_webhooks._certs import build_certificate
-from kopf_webhooks._clusters import ClusterDetector, WebhookAutoServer, WebhookK3dServer, WebhookMinikubeServer
+from kopf_webhooks._clusters import (
+    ClusterDetector,
+    WebhookAutoServer,
+    WebhookDockerDesktopServer,
+    WebhookK3dServer,
+    WebhookMinikubeServer,
+)
 from kopf_webhooks._contexts import WebhookContextManager
 from kopf_webhooks._errors import MissingDependencyError
 from kopf_webhooks._servers import WebhookServer
@@ -27,6 +33,7 @@ __all__ = [
     'WebhookAutoServer',
     'WebhookAutoTunnel',
     'WebhookContextManager',
+    'WebhookDockerDesktopServer',
     'WebhookK3dServer',
     'WebhookMinikubeServer',
     'WebhookNgrokTunnel',

@@ -1,5 +1,5 @@
 """
-Webhook servers for local development clusters: K3d/K3s and Minikube.
+Webhook servers for local development clusters: K3d/K3s, Minikube, Docker Desktop.
 
 Such clusters run in containers or VMs on the developer's machine, and expose
 the host machine to the cluster under a magic hostname. So a server listening
@@ -10,7 +10,7 @@ and the certificate use that hostname instead of ``localhost``::
 
 The auto-server guesses the cluster type from the kubeconfig's current context,
 as named by the tools themselves: ``k3d-<cluster>`` for K3d, ``minikube`` (or
-``minikube-…``) for Minikube. If it cannot tell, it is a plain local server.
+``minikube-…``) for Minikube, ``docker-desktop`` for Docker Desktop. If it cannot tell, it is a plain local server.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from kopf_webhooks import _servers
 
 K3D_HOST = 'host.k3d.internal'
 MINIKUBE_HOST = 'host.minikube.internal'
+DOCKER_DESKTOP_HOST = 'host.docker.internal'
 
 # The top-level "current-context" of a kubeconfig, in YAML or in JSON (both are valid kubeconfigs).
 _CURRENT_CONTEXT = re.compile(r'''^\s*["']?current-context["']?\s*:\s*["']?([^"'\s,#]+)''', re.MULTILINE)
@@ -50,6 +51,17 @@ class WebhookMinikubeServer(_servers.WebhookServer):
     DEFAULT_HOST = MINIKUBE_HOST
 
 
+class WebhookDockerDesktopServer(_servers.WebhookServer):
+    """
+    A server for Docker Desktop's Kubernetes, reachable from it as ``host.docker.internal``.
+
+    Docker Desktop resolves this hostname to the host machine inside its VM.
+    The server only uses it in the webhook URLs and in the self-signed
+    certificate, so that the apiservers can connect and trust it.
+    """
+    DEFAULT_HOST = DOCKER_DESKTOP_HOST
+
+
 class ClusterDetector:
     """Guess the hostname under which a local cluster reaches the host machine."""
 
@@ -63,6 +75,8 @@ class ClusterDetector:
             return K3D_HOST
         if context == 'minikube' or context.startswith('minikube-'):
             return MINIKUBE_HOST
+        if context == 'docker-desktop':
+            return DOCKER_DESKTOP_HOST
         return None
 
 

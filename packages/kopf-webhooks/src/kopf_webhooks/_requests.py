@@ -7,8 +7,9 @@ rest of the path after the server's root. A request to the root itself runs all 
 admission handlers (e.g. a manual ``curl`` for debugging).
 
 Only transport-level problems are the server's business: a body that is not an
-admission review is answered with ``400 Bad Request``, a failure of the
-framework's function with ``500 Internal Server Error``. The verdicts of the
+admission review (not JSON, too large, or refused by the framework's function
+with a ``ValueError``) is answered with ``400 Bad Request`` and the reason; any
+other failure of the framework's function with ``500 Internal Server Error``. The verdicts of the
 handlers, including denials, travel inside a successful admission review.
 """
 from __future__ import annotations
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from kopf import WebhookFn
 
 logger = logging.getLogger('kopf.webhooks')
+
+# Kubernetes stores objects of up to ~1.5 MiB; a review carries up to two of them (old & new).
+MAX_REVIEW_SIZE = 8 * 1024 * 1024
 
 Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
 
@@ -45,6 +49,8 @@ def build_handler(fn: WebhookFn) -> Handler:
                 headers=request.headers,
                 sslpeer=_get_sslpeer(request),
             )
+        except ValueError as e:  # the framework's verdict on the payload: a malformed review
+            raise aiohttp.web.HTTPBadRequest(text=f"The admission review is malformed: {e}") from e
         except Exception as e:
             logger.exception(f"Admission request to {request.path!r} failed to be served.")
             raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
@@ -55,7 +61,12 @@ def build_handler(fn: WebhookFn) -> Handler:
 
 async def _parse_review(request: aiohttp.web.Request) -> Any:
     try:
-        payload = json.loads(await request.read())
+        raw = await request.read()
+    except aiohttp.web.HTTPRequestEntityTooLarge as e:
+        raise aiohttp.web.HTTPBadRequest(
+            text=f"The admission review is larger than the limit of {request.client_max_size} bytes.") from e
+    try:
+        payload = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
         raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
     if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):

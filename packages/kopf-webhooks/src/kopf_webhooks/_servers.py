@@ -45,14 +45,14 @@ class WebhookServer(_contexts.WebhookContextManager):
 
     Kubernetes accepts only HTTPS, so that is the default. ``certfile`` &
     ``pkeyfile`` (with an optional ``password``) are the server's certificate;
-    without them, a self-signed one is generated for the host, ``addr``,
-    ``localhost``, ``127.0.0.1`` and ``extra_sans`` (and is its own CA; the key
-    is encrypted with the ``password`` if given). ``context`` replaces
+    without them, one is generated for the host, ``addr``, ``localhost``,
+    ``127.0.0.1`` and ``extra_sans``, signed by a generated CA (the key is
+    encrypted with the ``password`` if given). ``context`` replaces
     all of that with a ready SSL context.
 
     ``cadata``/``cafile`` is the CA bundle for the clients (the apiservers) to
     verify this server, not used by the server itself; by default, it is the
-    self-signed certificate, or none at all for the provided certificates (the
+    generated CA, or none at all for the provided certificates (the
     default trust chain is assumed then). ``cadump`` is a path to save that
     CA bundle to, e.g. for ``curl --cacert``.
 
@@ -143,7 +143,7 @@ class WebhookServer(_contexts.WebhookContextManager):
         stripped_path = (self.path or '').strip('/')
         root = f'/{stripped_path}' if stripped_path else ''
 
-        app = aiohttp.web.Application()
+        app = aiohttp.web.Application(client_max_size=_requests.MAX_REVIEW_SIZE)
         handler = _requests.build_handler(fn)
         app.router.add_post(f'{root}/{{webhook:.*}}', handler)
         if root:
@@ -215,7 +215,7 @@ class WebhookServer(_contexts.WebhookContextManager):
         if cadata is None and self.cafile is not None:
             cadata = pathlib.Path(self.cafile).read_bytes()
         if cadata is None:
-            cadata = generated
+            cadata = _certs.get_ca(generated) if generated is not None else None
         if cadata is not None and self.cadump is not None:
             pathlib.Path(self.cadump).write_bytes(cadata)
         return cadata

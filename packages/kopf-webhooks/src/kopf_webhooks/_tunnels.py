@@ -73,7 +73,7 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
         self.binary = binary
 
     async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
-        conf, ngrok = _import_pyngrok()
+        conf, ngrok, exception = _import_pyngrok()
         options = {'auth_token': self.token, 'region': self.region, 'ngrok_path': self.binary}
         pyngrok_config = conf.PyngrokConfig(**{key: val for key, val in options.items() if val is not None})
 
@@ -89,8 +89,16 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
                         await loop.run_in_executor(None, functools.partial(
                             ngrok.disconnect, public_url, pyngrok_config=pyngrok_config))
                         public_url = None
-                    tunnel = await loop.run_in_executor(None, functools.partial(
-                        ngrok.connect, local.netloc, bind_tls=True, pyngrok_config=pyngrok_config))
+                    try:
+                        tunnel = await loop.run_in_executor(None, functools.partial(
+                            ngrok.connect, local.netloc, bind_tls=True, pyngrok_config=pyngrok_config))
+                    except exception.PyngrokError as e:
+                        raise _errors.MissingDependencyError(
+                            f"The ngrok tunnel cannot be established: {e} "
+                            f"Give the path to an ngrok binary as WebhookNgrokTunnel(binary=...), "
+                            f"or let pyngrok find or download one (its own configuration; "
+                            f"the download needs internet access)."
+                        ) from e
                     public_url = str(tunnel.public_url)
 
                     # Kubernetes needs HTTPS; ngrok terminates it even if it reports an http:// URL.
@@ -146,14 +154,14 @@ class WebhookAutoTunnel(_clusters.ClusterDetector, _contexts.WebhookContextManag
                 yield client_config
 
 
-def _import_pyngrok() -> Tuple[Any, Any]:
-    """The ``pyngrok.conf`` & ``pyngrok.ngrok`` modules, or an explanation of how to get them."""
+def _import_pyngrok() -> Tuple[Any, Any, Any]:
+    """The ``pyngrok.conf``, ``.ngrok``, ``.exception`` modules, or an explanation of how to get them."""
     try:
-        from pyngrok import conf, ngrok
+        from pyngrok import conf, exception, ngrok
     except ImportError as e:
         raise _errors.MissingDependencyError(
             "Ngrok tunnels need the 'pyngrok' library. "
             "Install it with: pip install kopf-webhooks[ngrok]. "
             "Alternatively, use a local server, e.g. kopf.WebhookAutoServer()."
         ) from e
-    return conf, ngrok
+    return conf, ngrok, exception
