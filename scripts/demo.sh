@@ -17,13 +17,13 @@ cleanup() {
         kill -TERM "$OPERATOR_PID"; wait "$OPERATOR_PID"
     fi
     echo ">>> Stopping the local control plane"
-    "$ENV_BIN/python" -m integration.controlplane stop --state-dir "$STATE/cluster" >&2
+    "$ENV_BIN/python" -m kopf_testing.controlplane stop --state-dir "$STATE/cluster" >&2
 }
 trap cleanup EXIT
 
 echo ">>> Starting the local control plane (the first run builds it from the Go modules: a few minutes)"
-eval "$("$ENV_BIN/python" -m integration.controlplane start --state-dir "$STATE/cluster")"
-KUBECTL="$("$ENV_BIN/python" -m integration.controlplane build 2>/dev/null)/kubectl"
+eval "$("$ENV_BIN/python" -m kopf_testing.controlplane start --state-dir "$STATE/cluster")"
+KUBECTL="$("$ENV_BIN/python" -m kopf_testing.controlplane build 2>/dev/null)/kubectl"
 
 echo ">>> kubectl apply -f examples/crd.yaml"
 "$KUBECTL" apply -f examples/crd.yaml

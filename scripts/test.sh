@@ -3,7 +3,7 @@
 # environment, and the integration tests against a real Kubernetes API server
 # (a local control plane is built and started unless KUBECONFIG points to a cluster),
 # and a smoke run of the benchmarks.
-# Extra arguments go to the integration tests' pytest (e.g. --cluster=existing).
+# Extra arguments go to the integration tests' pytest (e.g. --kopf-cluster=existing).
 source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
 
 failed=()
@@ -27,7 +27,11 @@ step "kopf-client unit tests" hatch run client:test
 step "kopf-cli unit tests"    hatch run cli:test
 step "kopf-webhooks unit tests" hatch run webhooks:test
 step "kopf-testing unit tests" hatch run testing:test
+step "kopf-testing installed (not editable)" bash scripts/check_install.sh
 step "integration tests"      hatch run integration:test integration "$@"
+# The example's tests, unchanged, on the in-memory API and on the local control plane.
+step "example 02 on the in-memory API"       hatch run integration:test examples/02-testing --kopf-cluster=memory
+step "example 02 on the local control plane" hatch run integration:test examples/02-testing --kopf-cluster=local
 # Tiny sizes, both sides (ours and upstream Kopf): only that the harness still works, no figures judged.
 step "benchmarks smoke run"   hatch run bench:smoke
 

@@ -31,8 +31,14 @@ class KopfRunner:
         assert 'And here we are!' in runner.stdout
 
     The positional and keyword arguments go to click's ``CliRunner.invoke()``.
+    Without ``registry=``, the default registry is used: the handlers that
+    the test module (or a module imported already) has registered run too,
+    and ``['run']`` with no files runs only them. The default registry is
+    restored when the operator exits, whatever the run has set.
+
     The ``with`` block starts once the operator is ready (or has exited);
-    the properties proxy to click's ``Result`` once the block has exited.
+    the properties proxy to click's ``Result`` (see :attr:`future`) once the
+    block has exited.
     """
 
     def __init__(
@@ -48,17 +54,16 @@ class KopfRunner:
         self.kwargs = kwargs
         self.reraise = reraise
         self.timeout = timeout
-        # A fresh registry by default: each run loads the operator's handlers anew.
-        self.registry = registry if registry is not None else kopf.OperatorRegistry()
+        self.registry = registry
         self.settings = settings
-        self._result: Optional[click.testing.Result] = None
-        self._failure: Optional[BaseException] = None
+        self._future: concurrent.futures.Future[click.testing.Result] = concurrent.futures.Future()
         self._ready = threading.Event()
         self._stop: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> KopfRunner:
-        self._thread = threading.Thread(target=self._target, name='kopf runner', daemon=True)
+        self._thread = threading.Thread(target=self._target, args=(kopf.get_default_registry(),),
+                                        name='kopf runner', daemon=True)
         self._thread.start()
         if not self._ready.wait(self.timeout):
             self._stop_and_join()
@@ -73,8 +78,9 @@ class KopfRunner:
     ) -> None:
         self._stop_and_join()
         if self.reraise and exc_val is None:
-            if self._failure is not None:
-                raise self._failure
+            failure = self._future.exception()  # of the runner itself, not of the operator
+            if failure is not None:
+                raise failure
             exception = self.exception
             if exception is not None and not _is_clean_exit(exception):
                 raise exception
@@ -87,24 +93,32 @@ class KopfRunner:
         if self._thread.is_alive():
             raise TimeoutError(f"The operator did not stop in {self.timeout} seconds.")
 
-    def _target(self) -> None:
+    def _target(self, default_registry: kopf.OperatorRegistry) -> None:
         loop = asyncio.new_event_loop()
         try:
             controls = kopf_cli.CLIControls(ready_flag=self._ready, stop_flag=self._stop,
                                             registry=self.registry, settings=self.settings, loop=loop)
             runner = click.testing.CliRunner()
-            self._result = runner.invoke(kopf_cli.main, *self.args, obj=controls, **self.kwargs)
+            result = runner.invoke(kopf_cli.main, *self.args, obj=controls, **self.kwargs)
         except BaseException as e:  # a failure of the runner itself, not of the operator
-            self._failure = e
+            self._future.set_exception(e)
+        else:
+            self._future.set_result(result)
         finally:
+            kopf.set_default_registry(default_registry)  # "kopf run" sets the given one for its imports
             loop.close()
             self._ready.set()  # if the operator has exited before becoming ready: do not wait forever
 
     @property
+    def future(self) -> concurrent.futures.Future[click.testing.Result]:
+        """The click's result of the command once it has exited (or the runner's own failure)."""
+        return self._future
+
+    @property
     def result(self) -> click.testing.Result:
-        if self._result is None:
+        if not self._future.done():
             raise RuntimeError("The operator's results are available only after it has exited.")
-        return self._result
+        return self._future.result()
 
     @property
     def exit_code(self) -> int:
@@ -121,8 +135,16 @@ class KopfRunner:
         return self.result.output
 
     @property
+    def stdout_bytes(self) -> bytes:
+        return self.result.stdout_bytes
+
+    @property
     def stderr(self) -> str:
         return self.result.stderr
+
+    @property
+    def stderr_bytes(self) -> bytes:
+        return self.result.stderr_bytes or b''
 
     @property
     def exception(self) -> Optional[BaseException]:

@@ -1,21 +1,207 @@
 """
 The pytest plugin of kopf-testing (enabled when the package is installed).
 
-It only adds fixtures; tests that do not use them are not affected:
+It only adds fixtures and one option; tests that do not use them are not affected.
 
+- ``cluster`` (session-wide): a real Kubernetes API, chosen by ``--kopf-cluster``:
+  ``local`` (the default unless ``$KUBECONFIG`` is set) starts the local control
+  plane of :mod:`kopf_testing.controlplane` (built on first use, then seconds);
+  ``existing`` (the default if ``$KUBECONFIG`` is set) uses that cluster as is;
+  ``k3d`` creates a throwaway k3d cluster. ``$KUBECONFIG`` is set to it for the
+  session, so that operators and subprocesses find it.
+  ``memory`` uses no cluster at all, but a fresh in-memory API per test
+  (:mod:`kopf_testing.memory`): ``namespace``, ``crd``, ``kube`` and ``operator``
+  work the same on it, so the same tests run in milliseconds; ``cluster`` and
+  ``operator_process`` (which need a real API server) fail with a clear message.
+- ``namespace``: a fresh namespace per test, deleted afterwards.
+- ``crd``: ``crd('crd.yaml')`` applies CRDs (files or bodies) and waits until
+  they are ``Established``. CRDs are cluster-wide, so they stay for the session.
+- ``kube``: a :class:`~kopf_testing.kube.Kube` for the test's namespace: create,
+  get, patch, delete objects, and ``wait_for`` a condition (a timeout reports the
+  last state seen).
+- ``operator``: ``operator('operator.py')`` or ``operator()`` (the handlers
+  decorated in the test) runs an operator in a thread, serving the test's
+  namespace, and stops it at teardown; the test fails if the operator logged an
+  error not listed in ``expected_errors=[regexp, ...]``.
+- ``operator_process``: the same as a ``kopf run`` subprocess, as users run it.
 - ``kopf_registry``: a fresh, empty registry, made the default for the test
   (so that the handlers decorated in the test land there), restored afterwards.
 - ``kopf_runner``: a factory of :class:`KopfRunner` with that registry, e.g.
   ``with kopf_runner(['run', '-A', 'operator.py']) as runner: ...``.
+
+A complete test::
+
+    def test_creation_is_handled(crd, kube, operator):
+        crd('crd.yaml')
+        operator('operator.py')
+        kube.create('obj.yaml')
+        kube.wait_for('kopfexamples.kopf.dev', 'kopf-example-1', lambda obj: 'create_fn' in obj.get('status', {}))
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+import contextlib
+import os
+import pathlib
+import secrets
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import pytest
 
 import kopf
+from kopf_testing._inprocess import InProcessOperator
+from kopf_testing._logs import unexpected
+from kopf_testing._process import OperatorProcess
 from kopf_testing._runner import KopfRunner
+from kopf_testing.controlplane import (
+    KINDS,
+    Cluster,
+    choose_kind,
+    run_k3d_cluster,
+    run_local_cluster,
+    use_existing_cluster,
+)
+from kopf_testing.kube import Kube, KubeClient, Manifest, apply_crds
+from kopf_testing.memory import MemoryApi, MemoryDriver, MemoryKube
+
+RunningOperator = Union[InProcessOperator, OperatorProcess]
+MEMORY = 'memory'
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        '--kopf-cluster', choices=(*KINDS, MEMORY), default=None,
+        help='the cluster for the kopf-testing fixtures: local (a local control plane started here), '
+             'existing ($KUBECONFIG), k3d (created and deleted here), or memory (an in-memory API per test); '
+             'default: existing if $KUBECONFIG is set, else local',
+    )
+
+
+@pytest.fixture(scope='session')
+def kopf_cluster_kind(request: pytest.FixtureRequest) -> str:
+    """What ``--kopf-cluster`` chose: ``local``, ``existing``, ``k3d``, or ``memory``."""
+    return choose_kind(request.config.getoption('--kopf-cluster'))
+
+
+@pytest.fixture
+def kopf_memory_api(kopf_cluster_kind: str) -> MemoryApi:
+    """The test's own in-memory API (with ``--kopf-cluster=memory``)."""
+    if kopf_cluster_kind != MEMORY:
+        pytest.fail(f'kopf_memory_api is for --kopf-cluster=memory, not {kopf_cluster_kind}.', pytrace=False)
+    return MemoryApi()
+
+
+@pytest.fixture(scope='session')
+def cluster(kopf_cluster_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    kind = kopf_cluster_kind
+    if kind == MEMORY:
+        pytest.fail('This test needs a real cluster (the cluster fixture, directly or via operator_process); '
+                    'run it with --kopf-cluster=local, existing or k3d, not memory.', pytrace=False)
+    with contextlib.ExitStack() as stack:
+        if kind == 'local':
+            handle = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane')))
+        elif kind == 'k3d':
+            handle = stack.enter_context(run_k3d_cluster(tmp_path_factory.mktemp('k3d')))
+        else:
+            kubeconfigs = os.environ.get('KUBECONFIG') or str(pathlib.Path.home() / '.kube' / 'config')
+            handle = use_existing_cluster(kubeconfigs, tmp_path_factory.mktemp('existing'))
+        monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
+        monkeypatch.setenv('KUBECONFIG', str(handle.kubeconfig))
+        yield handle
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Iterator[str]:
+    """A new, empty namespace; its deletion is requested afterwards, but not awaited."""
+    name = f'test-{secrets.token_hex(4)}'
+    if kopf_cluster_kind == MEMORY:
+        MemoryKube(request.getfixturevalue('kopf_memory_api')).create(
+            {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}})
+        yield name  # the whole in-memory API is dropped after the test
+        return
+    cluster: Cluster = request.getfixturevalue('cluster')
+    cluster.kubectl('create', 'namespace', name)
+    yield name
+    cluster.kubectl('delete', 'namespace', name, '--wait=false', '--ignore-not-found')
+
+
+@pytest.fixture
+def kube(request: pytest.FixtureRequest, kopf_cluster_kind: str, namespace: str) -> KubeClient:
+    if kopf_cluster_kind == MEMORY:
+        return MemoryKube(request.getfixturevalue('kopf_memory_api'), namespace)
+    return Kube(request.getfixturevalue('cluster'), namespace)
+
+
+@pytest.fixture
+def crd(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Callable[..., list[str]]:
+    if kopf_cluster_kind == MEMORY:
+        return MemoryKube(request.getfixturevalue('kopf_memory_api')).apply_crd
+    cluster: Cluster = request.getfixturevalue('cluster')
+
+    def apply(*manifests: Manifest, timeout: float = 60) -> list[str]:
+        return apply_crds(cluster, *manifests, timeout=timeout)
+    return apply
+
+
+@pytest.fixture
+def operator(
+        request: pytest.FixtureRequest, kopf_cluster_kind: str, namespace: str,
+        kopf_registry: kopf.OperatorRegistry,
+) -> Iterator[Callable[..., InProcessOperator]]:
+    memory = kopf_cluster_kind == MEMORY
+    client = MemoryDriver(request.getfixturevalue('kopf_memory_api')) if memory else None
+    if not memory:
+        request.getfixturevalue('cluster')  # started, and $KUBECONFIG set for the operator's login
+    with _operators_checked_at_teardown() as track:
+        def run(*paths: Union[str, pathlib.Path], settings: Optional[kopf.OperatorSettings] = None,
+                expected_errors: Sequence[str] = (), timeout: float = 60) -> InProcessOperator:
+            running = InProcessOperator(registry=kopf_registry, namespace=namespace, paths=paths,
+                                        settings=settings or _quick_settings(), client=client, timeout=timeout)
+            track(running, expected_errors)
+            return running.start()
+        yield run
+
+
+@pytest.fixture
+def operator_process(
+        cluster: Cluster, namespace: str, tmp_path: pathlib.Path,
+) -> Iterator[Callable[..., OperatorProcess]]:
+    with _operators_checked_at_teardown() as track:
+        def make(*args: str, env: Optional[dict[str, str]] = None, start: bool = True,
+                 expected_errors: Sequence[str] = (), log_name: str = 'operator.log') -> OperatorProcess:
+            """``kopf run ARGS -n NAMESPACE``; started unless ``start=False`` (then ``.start()`` it)."""
+            process = OperatorProcess([*args, '-n', namespace], log_path=tmp_path / log_name, env=env)
+            track(process, expected_errors)
+            if start:
+                process.start()
+            return process
+        yield make
+
+
+def _quick_settings() -> kopf.OperatorSettings:
+    """
+    The defaults, but with a shorter batch window: a test waits for each reaction.
+
+    The window (0.1s by default) merges the bursts of events of a busy object;
+    in a test, there are few events, and waiting for them is most of its time.
+    """
+    settings = kopf.OperatorSettings()
+    settings.batching.batch_window = 0.01
+    return settings
+
+
+@contextlib.contextmanager
+def _operators_checked_at_teardown() -> Iterator[Callable[[RunningOperator, Sequence[str]], None]]:
+    """Stop all operators made in the block; then fail if any logged an error that was not expected."""
+    tracked: list[tuple[RunningOperator, Sequence[str]]] = []
+    with contextlib.ExitStack() as stack:  # each is stopped even if stopping another fails
+        def track(running: RunningOperator, expected: Sequence[str]) -> None:
+            tracked.append((running, expected))
+            stack.callback(running.stop)
+        yield track
+    errors = [line for running, expected in tracked for line in unexpected(running.error_lines, expected)]
+    if errors:
+        pytest.fail('The operator logged unexpected errors (pass expected_errors=[regexp, ...] if expected):\n'
+                    + '\n'.join(errors), pytrace=False)
 
 
 @pytest.fixture

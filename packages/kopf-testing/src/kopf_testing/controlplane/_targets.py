@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 
-from . import _builder, _cluster, _metrics
+from . import _cluster, _lookup, _metrics, _serviceaccounts
 
 KINDS = ('local', 'existing', 'k3d')
 
@@ -52,6 +52,10 @@ class Cluster:
             raise KubectlError(result.returncode, argv, result.stdout, result.stderr)
         return result
 
+    def service_account_kubeconfig(self, namespace: str, name: str, *, duration: str = '1h') -> pathlib.Path:
+        """A kubeconfig of the service account (created if absent): only the permissions bound to it."""
+        return _serviceaccounts.write_service_account_kubeconfig(self, namespace, name, duration=duration)
+
     def metrics(self) -> _metrics.RequestCounts:
         """The API server's request counters (``apiserver_request_total``), see ``sum_counts``."""
         if self.control_plane is not None:
@@ -78,7 +82,7 @@ class Cluster:
 
     def _require_control_plane(self) -> _cluster.ControlPlane:
         if self.control_plane is None:
-            raise ClusterUnavailable(f'This needs the local control plane (--cluster=local), not {self.kind}.')
+            raise ClusterUnavailable(f'This needs the local control plane (--kopf-cluster=local), not {self.kind}.')
         return self.control_plane
 
 
@@ -116,8 +120,8 @@ def run_k3d_cluster(work_dir: pathlib.Path) -> Iterator[Cluster]:
     """Create a uniquely named k3d cluster and delete it afterwards."""
     k3d, docker = shutil.which('k3d'), shutil.which('docker')
     if k3d is None or docker is None or subprocess.run([docker, 'info'], capture_output=True).returncode != 0:
-        raise ClusterUnavailable('--cluster=k3d needs `k3d` on PATH and a running Docker; '
-                                 'use --cluster=local (no Docker needed) or --cluster=existing.')
+        raise ClusterUnavailable('--kopf-cluster=k3d needs `k3d` on PATH and a running Docker; '
+                                 'use --kopf-cluster=local (no Docker needed) or --kopf-cluster=existing.')
     name = f'kopf-test-{secrets.token_hex(4)}'
     subprocess.run([k3d, 'cluster', 'create', name, '--wait',
                     '--kubeconfig-update-default=false', '--kubeconfig-switch-context=false'], check=True)
@@ -131,13 +135,13 @@ def run_k3d_cluster(work_dir: pathlib.Path) -> Iterator[Cluster]:
 
 
 def _find_kubectl() -> pathlib.Path:
-    """The kubectl of the local build if built (its version is known), else the one on PATH."""
-    bin_dir = _builder.find_binaries()
+    """The kubectl of the control plane's binaries if there are some (never built for this), else PATH's."""
+    bin_dir = _lookup.find_existing_binaries()
     if bin_dir is not None:
         return bin_dir / 'kubectl'
     found = shutil.which('kubectl')
     if found is None:
-        raise ClusterUnavailable('kubectl is neither built locally (python -m integration.controlplane build) '
+        raise ClusterUnavailable('kubectl is neither built locally (python -m kopf_testing.controlplane build) '
                                  'nor found on PATH.')
     return pathlib.Path(found)
 

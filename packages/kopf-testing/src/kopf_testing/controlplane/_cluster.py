@@ -32,7 +32,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from . import _builder, _certificates, _commands, _https, _kubeconfigs, _metrics, _ports, _processes
+from . import _certificates, _commands, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
 
 ADMIN_USER = 'admin'
 NON_ADMIN_USER = 'user'
@@ -135,7 +135,7 @@ class ControlPlane:
     @property
     def bin_dir(self) -> pathlib.Path:
         if self._bin_dir is None:
-            self._bin_dir = _builder.ensure_binaries()
+            self._bin_dir = _lookup.locate_binaries()
         return self._bin_dir
 
     @property
@@ -237,6 +237,16 @@ class ControlPlane:
     def restart_apiserver(self) -> None:
         self.stop_apiserver()
         self.start_apiserver()
+
+    # --- Restarting only etcd (its data stays; the API server reconnects by itself) ---
+
+    def restart_etcd(self) -> None:
+        process = self._processes.pop(ETCD, None)
+        if process is not None:
+            process.stop(timeout=self._stop_timeout)
+        self._spawn(ETCD, _commands.make_etcd_argv(self.bin_dir, self._layout, self.ports))
+        self._wait_until(ETCD, self._is_etcd_healthy)
+        self._save_state()
 
     # --- Observing ---
 

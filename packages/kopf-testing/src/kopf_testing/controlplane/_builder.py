@@ -24,8 +24,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+from ._progress import BuildProgress
+
 GOMOD_DIR = pathlib.Path(__file__).parent / 'gomod'
 BINARIES = ('etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl')
+BINARIES_ENV_VAR = 'KOPF_CONTROLPLANE_BINARIES'
 
 # The main packages, by binary name, relative to the module graph of gomod/.
 _PACKAGES = {
@@ -75,7 +78,7 @@ def ensure_binaries(version: str | None = None, *, gomod_dir: pathlib.Path = GOM
     if _is_complete(bin_dir):
         return bin_dir
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(cache_dir / '.lock'):
+    with _exclusive_lock(cache_dir / '.lock', log_path=cache_dir / 'build.log'):
         if _is_complete(bin_dir):  # built by another process while we waited
             return bin_dir
         if bin_dir.exists():  # cannot happen with atomic renames, unless edited by hand
@@ -94,9 +97,13 @@ def _is_complete(bin_dir: pathlib.Path) -> bool:
 
 
 @contextlib.contextmanager
-def _exclusive_lock(path: pathlib.Path) -> Iterator[None]:
+def _exclusive_lock(path: pathlib.Path, *, log_path: pathlib.Path) -> Iterator[None]:
     with open(path, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # blocks while another process builds
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process builds: say so, since the wait takes minutes
+            with BuildProgress('Waiting for another process to build the control plane', log_path):
+                fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -106,7 +113,10 @@ def _exclusive_lock(path: pathlib.Path) -> Iterator[None]:
 def _run_go_build(version: str, *, gomod_dir: pathlib.Path, out_dir: pathlib.Path, log_path: pathlib.Path) -> None:
     go = shutil.which('go')
     if go is None:
-        raise BuildError('Go is not found on PATH; it is needed to build the local control plane.')
+        raise BuildError(
+            f'Go is not found on PATH; it is needed to build the local control plane ({version}) once.\n'
+            f'Either install Go 1.25 or newer (https://go.dev/doc/install) and retry, '
+            f'or point ${BINARIES_ENV_VAR} to a directory with existing binaries: {", ".join(BINARIES)}.')
     major, minor = re.findall(r'\d+', version)[:2]
     # kubectl and the servers report this version; without it they say v0.0.0-master.
     ldflags = ' '.join([
@@ -120,16 +130,19 @@ def _run_go_build(version: str, *, gomod_dir: pathlib.Path, out_dir: pathlib.Pat
     env = {**os.environ, 'CGO_ENABLED': '0'}
     k8s_packages = [_PACKAGES[name] for name in BINARIES if name != 'etcd']
     commands = [
-        [go, 'build', '-ldflags', ldflags, '-o', f'{out_dir}/', *k8s_packages],
+        # `-v` lists the packages as they are compiled: the progress display shows the latest one.
+        [go, 'build', '-v', '-ldflags', ldflags, '-o', f'{out_dir}/', *k8s_packages],
         # etcd's main package is its module root, so `-o DIR/` would name it `v3`.
-        [go, 'build', '-ldflags', '-s -w', '-o', str(out_dir / 'etcd'), _PACKAGES['etcd']],
+        [go, 'build', '-v', '-ldflags', '-s -w', '-o', str(out_dir / 'etcd'), _PACKAGES['etcd']],
     ]
     with open(log_path, 'w') as log:
         for command in commands:
             log.write(f'$ {" ".join(command)}\n')
             log.flush()
             started = time.monotonic()
-            result = subprocess.run(command, cwd=gomod_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+            what = ', '.join(name for name, package in _PACKAGES.items() if package in command)
+            with BuildProgress(f'Building {what} ({version}) with {go}', log_path):
+                result = subprocess.run(command, cwd=gomod_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
             log.write(f'# exit code {result.returncode} after {time.monotonic() - started:.1f}s\n')
             log.flush()
             if result.returncode != 0:

@@ -3,20 +3,31 @@ A local Kubernetes control plane for tests, benchmarks and the demo, without Doc
 
 This is NOT a Kubernetes distribution: no kubelet, no scheduler, no networking.
 It is etcd, kube-apiserver, kube-controller-manager and kubectl of one release,
-built from source (see ``gomod/``) into a cache outside the repository and run
-as processes on 127.0.0.1. From a shell (at the repository root)::
+run as processes on 127.0.0.1. The binaries are taken from the directory in
+``$KOPF_CONTROLPLANE_BINARIES``, else from the cache, else from ``PATH``, else
+built from source (see ``gomod/``) into the cache, with progress lines on
+stderr. From a shell::
 
-    python -m integration.controlplane start --state-dir /tmp/cp   # prints `export KUBECONFIG=...`
-    python -m integration.controlplane stop --state-dir /tmp/cp
+    python -m kopf_testing.controlplane start --state-dir /tmp/cp   # prints `export KUBECONFIG=...`
+    python -m kopf_testing.controlplane stop --state-dir /tmp/cp
 
 From Python::
 
     with ControlPlane() as control_plane:
         counts = control_plane.read_request_counts()
 """
-from ._builder import BuildError, ensure_binaries, find_binaries, get_cache_dir, read_kubernetes_version
+from ._builder import (
+    BINARIES,
+    BINARIES_ENV_VAR,
+    BuildError,
+    ensure_binaries,
+    find_binaries,
+    get_cache_dir,
+    read_kubernetes_version,
+)
 from ._cluster import ADMIN_USER, NON_ADMIN_USER, ControlPlane, ControlPlaneError
 from ._commands import Ports
+from ._lookup import locate_binaries
 from ._metrics import RequestCounts, RequestKey, parse_request_counts, subtract_counts, sum_counts
 from ._targets import (
     KINDS,
@@ -31,6 +42,8 @@ from ._targets import (
 
 __all__ = [
     'ADMIN_USER',
+    'BINARIES',
+    'BINARIES_ENV_VAR',
     'KINDS',
     'NON_ADMIN_USER',
     'BuildError',
@@ -46,6 +59,7 @@ __all__ = [
     'ensure_binaries',
     'find_binaries',
     'get_cache_dir',
+    'locate_binaries',
     'parse_request_counts',
     'read_kubernetes_version',
     'run_k3d_cluster',

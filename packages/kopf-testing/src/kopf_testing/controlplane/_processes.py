@@ -4,7 +4,7 @@ Server processes that are started, watched and stopped as whole process groups.
 Each server runs in its own session (hence its own process group), for two
 reasons: a Ctrl-C in the terminal reaches only the foreground group, so the
 servers are not killed behind the back of the orderly shutdown; and a process
-started by ``python -m integration.controlplane start`` outlives the command.
+started by ``python -m kopf_testing.controlplane start`` outlives the command.
 
 A process is either spawned here (and reaped via its ``Popen``) or adopted by
 its PID from a state file written by another Python process; then it is not our

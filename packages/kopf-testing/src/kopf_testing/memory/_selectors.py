@@ -1,0 +1,74 @@
+"""
+Label and field selectors, parsed and matched as the API server does.
+
+Labels: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``,
+``!k``, comma-separated (all must match). Fields: ``metadata.name`` and
+``metadata.namespace`` with ``=``, ``==``, ``!=`` (what every resource supports);
+other fields differ per resource in the real API server, so they are refused.
+"""
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
+
+from kopf_testing.memory._errors import fail, unsupported
+
+Matcher = Callable[[Mapping[str, Any]], bool]
+
+_SET_REQUIREMENT = re.compile(r'^\s*([^\s!=(),]+)\s+(in|notin)\s+\(([^)]*)\)\s*$')
+_EQUALITY = re.compile(r'^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$')
+_EXISTENCE = re.compile(r'^\s*(!?)\s*([^\s!=(),]+)\s*$')
+_FIELDS = {'metadata.name': ('metadata', 'name'), 'metadata.namespace': ('metadata', 'namespace')}
+
+
+def parse_label_selector(selector: Optional[str]) -> Matcher:
+    checks = [_parse_label_requirement(part) for part in _split(selector or '')]
+    return lambda obj: all(check(obj.get('metadata', {}).get('labels') or {}) for check in checks)
+
+
+def parse_field_selector(selector: Optional[str]) -> Matcher:
+    checks = [_parse_field_requirement(part) for part in _split(selector or '')]
+    return lambda obj: all(check(obj) for check in checks)
+
+
+def _split(selector: str) -> list[str]:
+    """Split by commas outside of parentheses."""
+    parts, depth, current = [], 0, ''
+    for char in selector:
+        depth += (char == '(') - (char == ')')
+        if char == ',' and depth == 0:
+            parts.append(current)
+            current = ''
+        else:
+            current += char
+    parts.append(current)
+    return [part for part in parts if part.strip()]
+
+
+def _parse_label_requirement(text: str) -> Callable[[Mapping[str, str]], bool]:
+    if match := _SET_REQUIREMENT.match(text):
+        key, op, values = match.group(1), match.group(2), {v.strip() for v in match.group(3).split(',') if v.strip()}
+        if op == 'in':
+            return lambda labels: labels.get(key) in values
+        return lambda labels: labels.get(key) not in values
+    if match := _EQUALITY.match(text):
+        key, op, value = match.groups()
+        if op == '!=':
+            return lambda labels: labels.get(key) != value
+        return lambda labels: labels.get(key) == value
+    if match := _EXISTENCE.match(text):
+        negated, key = match.group(1) == '!', match.group(2)
+        return lambda labels: (key in labels) != negated
+    fail(400, f'unable to parse requirement: {text!r}')
+
+
+def _parse_field_requirement(text: str) -> Matcher:
+    match = _EQUALITY.match(text)
+    if match is None:
+        fail(400, f'invalid field selector: {text!r}')
+    field, op, value = match.groups()
+    if field not in _FIELDS:
+        unsupported(f'the field selector {field!r} (only {", ".join(_FIELDS)})')
+    section, key = _FIELDS[field]
+    if op == '!=':
+        return lambda obj: obj.get(section, {}).get(key, '') != value
+    return lambda obj: obj.get(section, {}).get(key, '') == value

@@ -1,0 +1,445 @@
+"""
+The state of the in-memory API: objects, resource versions, history, watchers.
+
+It behaves as kube-apiserver does where operators can see it: one global
+resourceVersion counter; no-op writes that change nothing (and notify no one);
+optimistic concurrency on ``metadata.resourceVersion``; ``generation`` bumped
+by changes outside of metadata (and of status, if it is a subresource);
+finalizers holding a deleted object with its ``deletionTimestamp``; consistent
+paginated lists from a snapshot; watches replaying the history since a
+resourceVersion, or 410 Gone if that part of the history is compacted.
+
+All methods are synchronous and thread-safe: the test and the operator under
+test may run in different threads (and event loops). Watchers get their events
+via their own loop's ``call_soon_threadsafe``, in the order of the changes.
+"""
+import asyncio
+import base64
+import binascii
+import copy
+import dataclasses
+import datetime
+import json
+import secrets
+import threading
+import uuid
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any, Optional, Union
+
+from kopf import clients
+from kopf_testing.memory._errors import fail, unsupported
+from kopf_testing.memory._patching import json_patch, merge_patch
+from kopf_testing.memory._resources import Served, builtin_resources, served_from_crd
+from kopf_testing.memory._schema import apply_schema, find_unknown_fields
+from kopf_testing.memory._selectors import parse_field_selector, parse_label_selector
+
+Object = dict[str, Any]
+Key = tuple[str, str, str, str]  # group, plural, namespace ('' if cluster-scoped), name
+_SYSTEM_NAMESPACES = ('default', 'kube-system', 'kube-public', 'kube-node-lease')
+_CRDS = ('apiextensions.k8s.io', 'customresourcedefinitions')
+
+
+@dataclasses.dataclass(frozen=True)
+class _Change:
+    resource_version: int
+    key: Key
+    type: str  # ADDED, MODIFIED, DELETED
+    obj: Object  # as after the change (for DELETED: as deleted, with the deletion's resourceVersion)
+    previous: Optional[Object]  # as before the change (None if ADDED)
+
+
+@dataclasses.dataclass(eq=False)
+class Watcher:
+    served: Served
+    namespace: Optional[str]
+    loop: asyncio.AbstractEventLoop
+    queue: 'asyncio.Queue[clients.RawEvent]'
+
+
+class MemoryApi:
+    """
+    A Kubernetes API in memory: what ``kopf_testing.memory.MemoryDriver`` serves to an operator.
+
+    ``compact()`` forgets the history (as etcd's compaction does), so that the
+    next watch or list continuation from an older resourceVersion gets 410 Gone.
+    """
+
+    def __init__(self, *, first_resource_version: int = 1000) -> None:
+        self._lock = threading.RLock()
+        self._served: dict[tuple[str, str], Served] = {}
+        self._objects: dict[Key, Object] = {}
+        self._history: list[_Change] = []
+        self._watchers: list[Watcher] = []
+        self._rv = first_resource_version
+        self._oldest_watchable = first_resource_version
+        for served in builtin_resources():
+            self._serve(served)
+        namespaces = self.served_by_name('namespaces')
+        for name in _SYSTEM_NAMESPACES:
+            self.create(namespaces.resource, None, {'apiVersion': 'v1', 'kind': 'Namespace',
+                                                     'metadata': {'name': name}})
+
+    # --- Resources ---
+
+    def _serve(self, served: Served) -> None:
+        self._served[served.resource.group, served.resource.plural] = served
+
+    def scan(self, groups: Optional[Collection[str]] = None) -> list[clients.Resource]:
+        with self._lock:
+            return [s.resource for s in self._served.values() if groups is None or s.resource.group in groups]
+
+    def served_for(self, resource: clients.Resource) -> Served:
+        with self._lock:
+            served = self._served.get((resource.group, resource.plural))
+        if served is None or served.resource.version != resource.version:
+            fail(404, 'the server could not find the requested resource')
+        return served
+
+    def served_by_name(self, name: str) -> Served:
+        """By what kubectl accepts: ``plural``, ``plural.group``, ``kind``, ``singular``, or a short name."""
+        with self._lock:
+            for served in self._served.values():
+                r = served.resource
+                names = {r.plural, f'{r.plural}.{r.group}', (r.kind or '').lower(), r.singular or '', *r.shortcuts}
+                if name.lower() in names or name == f'{r.plural}.{r.version}.{r.group}':
+                    return served
+        fail(404, f'the server does not have a resource type {name!r}')
+
+    # --- Reading ---
+
+    def get(self, resource: clients.Resource, namespace: Optional[str], name: str) -> Object:
+        served = self.served_for(resource)
+        with self._lock:
+            return copy.deepcopy(self._require(served, namespace, name))
+
+    def list(self, resource: clients.Resource, namespace: Optional[str], *, limit: Optional[int] = None,
+             continue_token: Optional[str] = None, label_selector: Optional[str] = None,
+             field_selector: Optional[str] = None) -> tuple[list[Object], str, Optional[str]]:
+        """The items of one page, the list's resourceVersion, the continue token (None if the last page)."""
+        served = self.served_for(resource)
+        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        with self._lock:
+            if namespace is not None and served.resource.namespaced is False:
+                fail(404, 'the server could not find the requested resource')
+            snapshot_rv, start = self._parse_continue(continue_token) if continue_token else (self._rv, None)
+            objects = self._snapshot(snapshot_rv)
+            prefix = (served.resource.group, served.resource.plural)
+            keys = sorted(key for key in objects if key[:2] == prefix and (namespace is None or key[2] == namespace)
+                          and (start is None or key > start))
+            matching = [key for key in keys if labels(objects[key]) and fields(objects[key])]
+            page = matching[:limit] if limit else matching
+            more = bool(limit) and len(matching) > len(page)
+            token = self._make_continue(snapshot_rv, page[-1]) if more else None
+            items = [copy.deepcopy(objects[key]) for key in page]  # with their kind, as kopf-client completes them
+            return items, str(snapshot_rv), token
+
+    def _snapshot(self, resource_version: int) -> dict[Key, Object]:
+        """The objects as they were at that resourceVersion: the current ones with later changes undone."""
+        objects = dict(self._objects)
+        for change in reversed(self._history):
+            if change.resource_version <= resource_version:
+                break
+            if change.previous is None:
+                objects.pop(change.key, None)
+            else:
+                objects[change.key] = change.previous
+        return objects
+
+    def _make_continue(self, resource_version: int, key: Key) -> str:
+        raw = json.dumps({'rv': resource_version, 'start': list(key)}).encode()
+        return base64.urlsafe_b64encode(raw).decode()
+
+    def _parse_continue(self, token: str) -> tuple[int, Key]:
+        try:
+            parsed = json.loads(base64.urlsafe_b64decode(token.encode()))
+            resource_version, start = int(parsed['rv']), tuple(parsed['start'])
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            fail(400, 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)')
+        if resource_version < self._oldest_watchable:
+            fail(410, 'The provided continue parameter is too old to display a consistent list result. '
+                      'You can start a new list without the continue parameter.', reason='Expired')
+        return resource_version, start
+
+    # --- Writing ---
+
+    def create(self, resource: clients.Resource, namespace: Optional[str], body: Mapping[str, Any], *,
+               strict: bool = False) -> Object:
+        """Create the object; ``strict`` rejects unknown fields instead of pruning them (kubectl's default)."""
+        served = self.served_for(resource)
+        if strict:
+            self._reject_unknown_fields(served, body)
+        with self._lock:
+            obj = self._prepare_new(served, namespace, copy.deepcopy(dict(body)))
+            key = self._key(served, namespace, obj['metadata']['name'])
+            if key in self._objects:
+                fail(409, f'{self._what(served)} "{key[3]}" already exists', reason='AlreadyExists',
+                     name=key[3], group=served.resource.group, kind=served.resource.plural)
+            if served.schema is not None:
+                obj = apply_schema(obj, served.schema)
+            if (served.resource.group, served.resource.plural) == _CRDS:
+                new_served = served_from_crd(obj)  # refused before anything is stored, if unsupported
+                self._accept_crd(obj)
+            self._record('ADDED', key, obj, None)
+            if (served.resource.group, served.resource.plural) == _CRDS:
+                self._serve(new_served)
+            return copy.deepcopy(obj)
+
+    def patch(self, resource: clients.Resource, namespace: Optional[str], name: str,
+              patch: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]], patch_type: clients.PatchType,
+              subresource: Optional[str] = None) -> Object:
+        served = self.served_for(resource)
+        if subresource not in (None, 'status'):
+            unsupported(f'the subresource {subresource!r}')
+        if subresource == 'status' and not served.has_status:
+            fail(404, 'the server could not find the requested resource')
+        with self._lock:
+            old = self._require(served, namespace, name)
+            if patch_type == clients.PatchType.JSON:
+                if not isinstance(patch, Sequence):
+                    fail(400, 'json: cannot unmarshal object into Go value of type jsonpatch.Patch')
+                new = json_patch(old, patch)
+            else:
+                if not isinstance(patch, Mapping):
+                    fail(400, 'json: cannot unmarshal array into Go value of type map[string]interface {}')
+                new = merge_patch(old, patch)
+            return copy.deepcopy(self._update(served, old, new, subresource))
+
+    def delete(self, resource: clients.Resource, namespace: Optional[str], name: str, *,
+               propagation_policy: Optional[str] = None) -> Optional[Object]:
+        """Delete now, or mark as deleted if finalizers hold it; return the object if it still exists."""
+        served = self.served_for(resource)
+        if (served.resource.group, served.resource.plural) in {('', 'namespaces'), _CRDS}:
+            unsupported(f'deleting {served.resource.plural} (the real API server does it asynchronously, '
+                        f'with the contents); use a new MemoryApi for a clean state')
+        if propagation_policy not in (None, 'Background'):
+            unsupported(f'the propagation policy {propagation_policy!r} (only Background, the default)')
+        with self._lock:
+            old = self._require(served, namespace, name)
+            if not old['metadata'].get('finalizers'):
+                self._remove(served, old)
+                return None
+            if 'deletionTimestamp' in old['metadata']:
+                return copy.deepcopy(old)
+            new = copy.deepcopy(old)
+            new['metadata']['deletionTimestamp'] = _now()
+            new['metadata']['deletionGracePeriodSeconds'] = 0
+            if served.has_generation:
+                new['metadata']['generation'] = old['metadata'].get('generation', 0) + 1
+            self._record('MODIFIED', self._key(served, namespace, name), new, old)
+            return copy.deepcopy(new)
+
+    @staticmethod
+    def _reject_unknown_fields(served: Served, body: Mapping[str, Any]) -> None:
+        unknown = find_unknown_fields(body, served.schema) if served.schema is not None else []
+        if unknown:
+            r = served.resource
+            fail(400, f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: '
+                      f'strict decoding error: ' + ', '.join(f'unknown field "{path}"' for path in unknown))
+
+    def compact(self) -> None:
+        """Forget the history: older resourceVersions now get 410 Gone in watches and continued lists."""
+        with self._lock:
+            self._history.clear()
+            self._oldest_watchable = self._rv
+
+    # --- Watching ---
+
+    def subscribe(self, resource: clients.Resource, namespace: Optional[str], resource_version: Optional[str],
+                  loop: asyncio.AbstractEventLoop, queue: 'asyncio.Queue[clients.RawEvent]') -> Watcher:
+        """Start watching: the events since the resourceVersion are queued at once, then the new ones."""
+        served = self.served_for(resource)
+        with self._lock:
+            watcher = Watcher(served, namespace, loop, queue)
+            for event in self._events_since(served, namespace, resource_version):
+                queue.put_nowait(event)
+            self._watchers.append(watcher)
+            return watcher
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        with self._lock:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    def send_bookmark(self, watcher: Watcher) -> None:
+        """Queue a BOOKMARK with the current resourceVersion, after all the events queued so far."""
+        with self._lock:
+            r = watcher.served.resource
+            bookmark: clients.RawEvent = {'type': 'BOOKMARK', 'object': {
+                'kind': r.kind, 'apiVersion': r.api_version, 'metadata': {'resourceVersion': str(self._rv)}}}
+            watcher.loop.call_soon_threadsafe(watcher.queue.put_nowait, bookmark)
+
+    def _events_since(self, served: Served, namespace: Optional[str],
+                      resource_version: Optional[str]) -> Iterator[clients.RawEvent]:
+        if resource_version in (None, '', '0'):  # "any": the current state as ADDED, then the changes
+            for key in sorted(self._objects):
+                if self._is_watched(key, served, namespace):
+                    yield {'type': 'ADDED', 'object': copy.deepcopy(self._objects[key])}
+            return
+        try:
+            since = int(resource_version)
+        except ValueError:
+            fail(400, f'invalid resource version: {resource_version!r}')
+        if since < self._oldest_watchable:
+            fail(410, f'too old resource version: {since} ({self._oldest_watchable})', reason='Expired')
+        for change in self._history:
+            if change.resource_version > since and self._is_watched(change.key, served, namespace):
+                yield {'type': change.type, 'object': copy.deepcopy(change.obj)}
+
+    @staticmethod
+    def _is_watched(key: Key, served: Served, namespace: Optional[str]) -> bool:
+        return key[:2] == (served.resource.group, served.resource.plural) and namespace in (None, key[2])
+
+    # --- Internals ---
+
+    def _require(self, served: Served, namespace: Optional[str], name: str) -> Object:
+        key = self._key(served, namespace, name)
+        if key not in self._objects:
+            fail(404, f'{self._what(served)} "{name}" not found', name=name, group=served.resource.group,
+                 kind=served.resource.plural)
+        return self._objects[key]
+
+    def _key(self, served: Served, namespace: Optional[str], name: str) -> Key:
+        if served.resource.namespaced and namespace is None:
+            unsupported(f'{served.resource.plural} without a namespace (they are namespaced)')
+        if not served.resource.namespaced and namespace is not None:
+            fail(404, 'the server could not find the requested resource')
+        return served.resource.group, served.resource.plural, namespace or '', name
+
+    @staticmethod
+    def _what(served: Served) -> str:
+        r = served.resource
+        return f'{r.plural}.{r.group}' if r.group else r.plural
+
+    def _prepare_new(self, served: Served, namespace: Optional[str], obj: Object) -> Object:
+        r = served.resource
+        if obj.get('kind') != r.kind or obj.get('apiVersion') != r.api_version:
+            fail(400, f'the API version and kind in the body ({obj.get("apiVersion")}, {obj.get("kind")}) '
+                      f'do not match the resource ({r.api_version}, {r.kind})')
+        meta = obj.setdefault('metadata', {})
+        if 'resourceVersion' in meta:
+            fail(500, 'resourceVersion should not be set on objects to be created', reason='InternalError')
+        if r.namespaced:
+            if meta.get('namespace', namespace) != namespace:
+                fail(400, 'the namespace of the provided object does not match the namespace sent on the request')
+            if namespace is not None and ('', 'namespaces', '', namespace) not in self._objects:
+                fail(404, f'namespaces "{namespace}" not found', name=namespace, kind='namespaces')
+            meta['namespace'] = namespace
+        else:
+            meta.pop('namespace', None)
+        if not meta.get('name'):
+            if not meta.get('generateName'):
+                fail(422, f'{r.kind}.{r.group} "" is invalid: metadata.name: Required value: '
+                          f'name or generateName is required')
+            meta['name'] = meta['generateName'] + secrets.token_hex(3)[:5]
+        for field in ('deletionTimestamp', 'deletionGracePeriodSeconds', 'uid', 'creationTimestamp', 'generation'):
+            meta.pop(field, None)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now())
+        if served.has_generation:
+            meta['generation'] = 1
+        if served.has_status:
+            obj.pop('status', None)
+        if (r.group, r.plural) == ('', 'namespaces'):
+            meta.setdefault('labels', {})['kubernetes.io/metadata.name'] = meta['name']
+            obj['spec'] = {'finalizers': ['kubernetes']}
+            obj['status'] = {'phase': 'Active'}
+        return obj
+
+    def _accept_crd(self, crd: Object) -> None:
+        now = _now()
+        crd['status'] = {
+            'acceptedNames': crd['spec']['names'],
+            'storedVersions': [v['name'] for v in crd['spec']['versions'] if v.get('storage')],
+            'conditions': [
+                {'type': kind, 'status': 'True', 'lastTransitionTime': now, 'reason': reason, 'message': message}
+                for kind, reason, message in [
+                    ('NamesAccepted', 'NoConflicts', 'no conflicts found'),
+                    ('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
+                ]],
+        }
+
+    def _update(self, served: Served, old: Object, new: Object, subresource: Optional[str]) -> Object:
+        old_meta, new_meta = old['metadata'], new.setdefault('metadata', {})
+        wanted_rv = new_meta.get('resourceVersion')
+        if wanted_rv is not None and wanted_rv != old_meta['resourceVersion']:
+            fail(409, f'Operation cannot be fulfilled on {self._what(served)} "{old_meta["name"]}": the object '
+                      f'has been modified; please apply your changes to the latest version and try again')
+        if subresource == 'status':  # only the status changes; everything else stays as it was
+            new = {**copy.deepcopy(old), 'status': new['status']} if 'status' in new else \
+                {key: copy.deepcopy(value) for key, value in old.items() if key != 'status'}
+        else:
+            new = self._keep_what_the_server_owns(served, old, new)
+        if served.schema is not None:
+            new = apply_schema(new, served.schema)
+        new_finalizers = set(new['metadata'].get('finalizers', [])) - set(old_meta.get('finalizers', []))
+        if 'deletionTimestamp' in old_meta and new_finalizers:
+            fail(422, f'{served.resource.kind}.{served.resource.group} "{old_meta["name"]}" is invalid: '
+                      f'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted')
+        if served.has_generation and _spec_of(new, served) != _spec_of(old, served):
+            new['metadata']['generation'] = old_meta.get('generation', 0) + 1
+        if new == old:
+            return old  # a no-op: nothing is written, the resourceVersion stays, no one is notified
+        key = self._key(served, old_meta.get('namespace'), old_meta['name'])
+        if 'deletionTimestamp' in new['metadata'] and not new['metadata'].get('finalizers'):
+            self._remove(served, new, previous=old)
+        else:
+            self._record('MODIFIED', key, new, old)
+        return new
+
+    @staticmethod
+    def _keep_what_the_server_owns(served: Served, old: Object, new: Object) -> Object:
+        meta = new['metadata']
+        for field in ('uid', 'creationTimestamp', 'name', 'namespace', 'generation', 'resourceVersion',
+                      'deletionTimestamp', 'deletionGracePeriodSeconds'):
+            if field in old['metadata']:
+                meta[field] = old['metadata'][field]
+            else:
+                meta.pop(field, None)
+        for field in ('kind', 'apiVersion'):
+            new[field] = old[field]
+        if served.has_status:  # the main resource cannot change the status subresource
+            if 'status' in old:
+                new['status'] = copy.deepcopy(old['status'])
+            else:
+                new.pop('status', None)
+        return new
+
+    def _remove(self, served: Served, obj: Object, *, previous: Optional[Object] = None) -> None:
+        key = self._key(served, obj['metadata'].get('namespace'), obj['metadata']['name'])
+        self._record('DELETED', key, copy.deepcopy(obj), previous or self._objects[key])
+        self._collect_garbage(obj['metadata']['uid'])
+
+    def _collect_garbage(self, owner_uid: str) -> None:
+        """Delete the dependents whose owners are all gone (in kube-controller-manager, it is a bit later)."""
+        uids = {obj['metadata']['uid'] for obj in self._objects.values()}
+        for key, obj in list(self._objects.items()):
+            owners = {ref.get('uid') for ref in obj['metadata'].get('ownerReferences', [])}
+            if owner_uid in owners and not owners & uids and key in self._objects:
+                served = self._served[key[0], key[1]]
+                self.delete(served.resource, key[2] or None, key[3])
+
+    def _record(self, type: str, key: Key, obj: Object, previous: Optional[Object]) -> None:
+        self._rv += 1
+        obj['metadata']['resourceVersion'] = str(self._rv)
+        if type == 'DELETED':
+            del self._objects[key]
+        else:
+            self._objects[key] = obj
+        change = _Change(self._rv, key, type, copy.deepcopy(obj), previous)
+        self._history.append(change)
+        for watcher in list(self._watchers):
+            if self._is_watched(key, watcher.served, watcher.namespace):
+                event: clients.RawEvent = {'type': type, 'object': copy.deepcopy(obj)}
+                try:
+                    watcher.loop.call_soon_threadsafe(watcher.queue.put_nowait, event)
+                except RuntimeError:  # its event loop is closed: the watch is over
+                    self._watchers.remove(watcher)
+
+
+def _spec_of(obj: Object, served: Served) -> Object:
+    """What ``generation`` counts changes of: all but metadata (and status, if it is a subresource)."""
+    skipped = {'metadata', 'status'} if served.has_status else {'metadata'}
+    return {key: value for key, value in obj.items() if key not in skipped}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
