@@ -1,90 +1,24 @@
 """
 Running operators as users run them: ``kopf run ...`` in a separate process.
 
-The operator's output goes to a file, so that the tests can wait for log lines
-while it runs and inspect the whole log after it has stopped. Nothing is
-mocked: the process talks to the cluster of the ``cluster`` fixture via the
-inherited ``$KUBECONFIG``.
+The implementation is kopf-testing's (:class:`kopf_testing.OperatorProcess`);
+here, operators run from the repository's root, where the tests' paths point.
 """
-import os
 import pathlib
-import re
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Optional
+
+from kopf_testing import OperatorProcess as _OperatorProcess
+from kopf_testing import kopf_executable
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / 'examples'
 
-
-def kopf_executable() -> str:
-    """The ``kopf`` command of the environment that runs the tests."""
-    candidate = pathlib.Path(sys.executable).parent / 'kopf'
-    if not candidate.exists():
-        raise RuntimeError(f"The kopf command is not installed next to {sys.executable}: install kopf-cli.")
-    return str(candidate)
+__all__ = ['EXAMPLES', 'REPO_ROOT', 'OperatorProcess', 'kopf_executable']
 
 
-class OperatorProcess:
-    """A ``kopf run`` subprocess with its log captured to a file."""
+class OperatorProcess(_OperatorProcess):
+    """A ``kopf run`` subprocess with its log captured to a file, run in the repository's root."""
 
     def __init__(self, args: Sequence[str], *, log_path: pathlib.Path, env: Optional[dict[str, str]] = None):
-        self.args = [kopf_executable(), 'run', *args]
-        self.log_path = log_path
-        self.env = dict(os.environ, **(env or {}))
-        self.process: Optional[subprocess.Popen[bytes]] = None
-        self._offset = 0
-
-    def __enter__(self) -> 'OperatorProcess':
-        self.start()
-        return self
-
-    def __exit__(self, et: Optional[type[BaseException]], ev: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with self.log_path.open('ab') as log:
-            self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
-                                            env=self.env, cwd=REPO_ROOT)
-
-    def stop(self, timeout: float = 20) -> int:
-        """Stop it as Ctrl-C does (gracefully); kill it if it does not stop in time."""
-        if self.process is None:
-            return 0
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                raise AssertionError(f"The operator did not stop within {timeout}s:\n{self.log}") from None
-        return self.process.returncode
-
-    @property
-    def log(self) -> str:
-        """The output of this run only (the log file may hold earlier runs too)."""
-        with self.log_path.open('rb') as f:
-            f.seek(self._offset)
-            return f.read().decode(errors='replace')
-
-    def wait_for(self, pattern: str, *, timeout: float = 30, count: int = 1) -> str:
-        """Wait until the log has the pattern (a regexp) at least ``count`` times."""
-        deadline = time.monotonic() + timeout
-        regexp = re.compile(pattern)
-        while True:
-            log = self.log
-            if len(regexp.findall(log)) >= count:
-                return log
-            if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"The operator has exited ({self.process.returncode}) "
-                                     f"before logging {pattern!r}:\n{log}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"The operator has not logged {pattern!r} in {timeout}s:\n{log}")
-            time.sleep(0.1)
+        super().__init__(args, log_path=log_path, env=env, cwd=REPO_ROOT)

@@ -20,10 +20,7 @@ EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 ROTATING = str(pathlib.Path(__file__).parent / 'operators_src' / 'rotating_login.py')
 
 
-@pytest.fixture(scope='module', autouse=True)
-def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', str(EXAMPLES / 'crd.yaml'))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', 'crd/kopfexamples.kopf.dev')
+pytestmark = pytest.mark.usefixtures('example_crd')
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ The local control plane, proven against itself: real etcd, kube-apiserver,
 kube-controller-manager and kubectl processes; nothing is mocked.
 
 These tests always use the local control plane: the session's one if it runs
-with ``--cluster=local``, else one started for this module. Tests that stop a
+with ``--kopf-cluster=local``, else one started for this module. Tests that stop a
 control plane or break its start use their own, so the shared one stays intact.
 Waits for asynchronous effects (garbage collection) poll with a deadline.
 """
@@ -342,7 +342,7 @@ def test_start_is_retried_on_port_clashes(tmp_path: pathlib.Path) -> None:
 
 def test_shell_commands_start_and_stop_a_background_cluster(local: Cluster, tmp_path: pathlib.Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, '-m', 'integration.controlplane', *args, '--state-dir', str(tmp_path)]
+        argv = [sys.executable, '-m', 'kopf_testing.controlplane', *args, '--state-dir', str(tmp_path)]
         return subprocess.run(argv, cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=120)
 
     started = run('start')

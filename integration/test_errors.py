@@ -12,15 +12,16 @@ import itertools
 import json
 import pathlib
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from integration import kubeobjects
 from integration.controlplane import Cluster
+from integration.kubeobjects import apply_crds
 from integration.operating import OperatorProcess
+from kopf_testing import Kube, poll
 
 ERRORS = str(pathlib.Path(__file__).parent / 'operators_src' / 'errors_handlers.py')
 GROUP = 'errors.kopf.dev'
@@ -35,15 +36,14 @@ Object = dict[str, Any]
 
 @pytest.fixture(scope='module', autouse=True)
 def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', '-', input=json.dumps({
+    apply_crds(cluster, {
         'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
         'metadata': {'name': f'{PLURAL}.{GROUP}'},
         'spec': {'group': GROUP, 'scope': 'Namespaced',
                  'names': {'plural': PLURAL, 'singular': 'errorobj', 'kind': 'ErrorObj'},
                  'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
                                'schema': {'openAPIV3Schema': {
-                                   'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}}))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{PLURAL}.{GROUP}')
+                                   'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}})
 
 
 def start_operator(namespace: str, log_path: pathlib.Path, env: dict[str, str] | None = None) -> OperatorProcess:
@@ -54,10 +54,10 @@ def start_operator(namespace: str, log_path: pathlib.Path, env: dict[str, str] |
 
 
 @pytest.fixture
-def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[OperatorProcess]:
-    process = start_operator(namespace, tmp_path / 'operator.log')
-    yield process
-    process.stop()
+def operator(operator_process: Callable[..., OperatorProcess]) -> OperatorProcess:
+    process = operator_process(ERRORS, '--verbose', expected_errors=['.'])  # errors are what is tested here
+    process.wait_for(rf"Starting the watch-stream for {PLURAL}\.v1\.{re.escape(GROUP)}")
+    return process
 
 
 def create(cluster: Cluster, namespace: str, name: str, mode: str) -> None:
@@ -77,16 +77,11 @@ def wait_for_object(cluster: Cluster, namespace: str, name: str, predicate: Call
 
 def wait_for_event(cluster: Cluster, namespace: str, name: str, message: str, *, timeout: float = 20) -> Object:
     """Poll the k8s-events of the object until one has the message (they are posted asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        events = json.loads(cluster.kubectl('get', 'events', '-n', namespace, '-o', 'json',
-                                            f'--field-selector=involvedObject.name={name}').stdout)['items']
-        found = [event for event in events if event.get('message') == message]
-        if found:
-            return found[0]  # type: ignore[no-any-return]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"No k8s-event {message!r} in {timeout}s:\n{json.dumps(events)}")
-        time.sleep(0.2)
+    def event_with_the_message() -> Object | None:
+        events = Kube(cluster, namespace).list('events', field_selector=f'involvedObject.name={name}')
+        return next((event for event in events if event.get('message') == message), None)
+    event_with_the_message.__doc__ = f'a k8s-event {message!r} of {name!r}'
+    return poll(event_with_the_message, timeout=timeout)
 
 
 def record_of(obj: Object, handler_id: str) -> Any:

@@ -62,10 +62,17 @@ def patch(cluster: Cluster, namespace: str, plural: str, name: str, body: dict[s
     cluster.kubectl('patch', '-n', namespace, f'{plural}.{GROUP}', name, '--type=merge', '-p', json.dumps(body))
 
 
+NOT_INTERESTED = "Something has changed, but we are not interested (the essence is the same)."
+
+
 def object_lines(log: str, namespace: str, name: str) -> list[str]:
-    """The log lines about the object, except for those of the event handlers (they see all events)."""
+    """
+    The log lines about the object's handling: not those of the event handlers (they see all events),
+    nor the notes on events with nothing to handle (the framework's own patches: their number depends
+    on how the events fall into the batch windows).
+    """
     lines = object_log_lines(log, namespace, name)
-    return [line for line in lines if not line.startswith("Handler 'seen_fn' ")]
+    return [line for line in lines if not line.startswith("Handler 'seen_fn' ") and line != NOT_INTERESTED]
 
 
 @pytest.mark.parametrize('name, labels, annotations, spec, expected', [
@@ -173,6 +180,8 @@ def test_update_handlers_get_the_field_values_and_diff_filtered_by_old_and_new(
         return {'old': old, 'new': new, 'diff': diff}
 
     assert got == [
+        # The creation: a field handler runs when its field is set (as in Kopf 1.45), update handlers do not.
+        ('nested', report(None, {'a': 1, 'keep': 0}, [['add', [], None, {'a': 1, 'keep': 0}]])),
         # absent → 'x'
         ('added', report(None, 'x', [['add', [], None, 'x']])),
         ('anyhow', report(None, 'x', [['add', [], None, 'x']])),

@@ -26,6 +26,7 @@ import pytest
 
 from integration import kubeobjects
 from integration.controlplane import Cluster
+from integration.kubeobjects import apply_crds
 from integration.operating import OperatorProcess
 from integration.upstream import UpstreamOperatorProcess, ensure_upstream
 
@@ -44,15 +45,14 @@ Object = dict[str, Any]
 
 @pytest.fixture(scope='module', autouse=True)
 def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', '-', input=json.dumps({
+    apply_crds(cluster, {
         'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
         'metadata': {'name': f'{PLURAL}.{GROUP}'},
         'spec': {'group': GROUP, 'scope': 'Namespaced',
                  'names': {'plural': PLURAL, 'singular': 'migrationobj', 'kind': 'MigrationObj'},
                  'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
                                'schema': {'openAPIV3Schema': {
-                                   'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}}))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{PLURAL}.{GROUP}')
+                                   'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}})
 
 
 @pytest.fixture(scope='module', autouse=True)

@@ -7,11 +7,10 @@ its own process. Outputs: what the API server stores (status, annotations,
 finalizers) and what the operator logs. Nothing is mocked.
 """
 import json
-import pathlib
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -23,17 +22,12 @@ FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
 DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
 
 
-@pytest.fixture(scope='module', autouse=True)
-def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', str(EXAMPLES / 'crd.yaml'))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', 'crd/kopfexamples.kopf.dev')
+pytestmark = pytest.mark.usefixtures('example_crd')
 
 
 @pytest.fixture
-def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess([EXAMPLE, '--verbose', '-n', namespace], log_path=tmp_path / 'operator.log')
-    yield process
-    process.stop()
+def operator(operator_process: Callable[..., OperatorProcess]) -> OperatorProcess:
+    return operator_process(EXAMPLE, '--verbose', start=False)
 
 
 def get_object(cluster: Cluster, namespace: str) -> dict:  # type: ignore[type-arg]

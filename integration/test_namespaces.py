@@ -18,10 +18,7 @@ from integration.operating import EXAMPLES, OperatorProcess
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 
 
-@pytest.fixture(scope='module', autouse=True)
-def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', str(EXAMPLES / 'crd.yaml'))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', 'crd/kopfexamples.kopf.dev')
+pytestmark = pytest.mark.usefixtures('example_crd')
 
 
 @pytest.fixture

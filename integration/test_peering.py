@@ -7,13 +7,13 @@ the test's namespace, the 01-minimal operator, and the ``kopf freeze`` /
 operator's log, and whether objects are handled while frozen.
 """
 import json
-import pathlib
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
 from integration.controlplane import Cluster
+from integration.kubeobjects import apply_peering_crds, create_peering
 from integration.operating import EXAMPLES, OperatorProcess, kopf_executable
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
@@ -21,24 +21,17 @@ EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
-    for path in ['crd.yaml', 'peering.yaml']:
-        cluster.kubectl('apply', '-f', str(EXAMPLES / path))
-    for name in ['kopfexamples.kopf.dev', 'kopfpeerings.kopf.dev', 'clusterkopfpeerings.kopf.dev']:
-        cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{name}')
+    apply_peering_crds(cluster, EXAMPLES)
 
 
 @pytest.fixture
 def peering(cluster: Cluster, namespace: str) -> str:
-    cluster.kubectl('apply', '-n', namespace, '-f', '-', input=json.dumps({
-        'apiVersion': 'kopf.dev/v1', 'kind': 'KopfPeering', 'metadata': {'name': 'default'}}))
-    return 'default'
+    return create_peering(cluster, namespace, 'default')
 
 
 @pytest.fixture
-def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess([EXAMPLE, '--verbose', '-n', namespace], log_path=tmp_path / 'operator.log')
-    yield process
-    process.stop()
+def operator(operator_process: Callable[..., OperatorProcess]) -> OperatorProcess:
+    return operator_process(EXAMPLE, '--verbose', start=False)
 
 
 def kopf(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,12 +59,12 @@ def test_freezing_pauses_the_operator_and_resuming_continues(
         cluster: Cluster, namespace: str, peering: str, operator: OperatorProcess) -> None:
     operator.start()
     operator.wait_for(rf"Keep-alive in 'default' in '{namespace}': ok\.")
-    kopf('freeze', '-n', namespace, '--lifetime', '60', '--id', 'freezer')
+    kopf('freeze', '-n', namespace, '--peering', 'default', '--lifetime', '60', '--id', 'freezer')
     operator.wait_for(r"Pausing operations in favour of \[<Peer freezer: priority=100")
     create_object(cluster, namespace, 'while-frozen')
     operator.wait_for(r"Stopping the watch-stream for kopfexamples\.v1\.kopf\.dev")
 
-    kopf('resume', '-n', namespace, '--id', 'freezer')
+    kopf('resume', '-n', namespace, '--peering', 'default', '--id', 'freezer')
     operator.wait_for(r"Resuming operations after the pause\.")
     log = operator.wait_for(r"\[.*/while-frozen\] Handler 'create_fn' succeeded\.")
     paused_at = log.index("Pausing operations")

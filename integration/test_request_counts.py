@@ -9,7 +9,6 @@ and resource, from the API server's own counters (``apiserver_request_total``),
 minus the test's; the k8s-events the operator posts are reported apart.
 """
 import asyncio
-import json
 import pathlib
 import time
 
@@ -18,6 +17,7 @@ import pytest
 import kopf
 import kopf_client
 from integration.controlplane import Cluster, RequestCounts, subtract_counts
+from integration.kubeobjects import apply_crds
 from integration.operating import OperatorProcess
 
 LIFECYCLE = str(pathlib.Path(__file__).parent / 'operators_src' / 'lifecycle.py')
@@ -76,8 +76,7 @@ def test_requests_of_one_lifecycle(cluster: Cluster, namespace: str, tmp_path: p
     if cluster.control_plane is None:
         pytest.skip("Needs the local control plane's token for the exact accounting (other clusters: skip).")
     plural = 'withstatuses' if status_subresource else 'plainobjs'
-    cluster.kubectl('apply', '-f', '-', input=json.dumps(crd(plural, status_subresource=status_subresource)))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', f'crd/{plural}.counting.kopf.dev')
+    apply_crds(cluster, crd(plural, status_subresource=status_subresource))
     with OperatorProcess([LIFECYCLE, '-n', namespace, '--verbose'], log_path=tmp_path / 'op.log',
                          env={'TEST_PLURAL': plural}) as op:
         op.wait_for(r"Starting the watch-stream for")

@@ -6,29 +6,25 @@ API server stopped and started again under it (same address, same etcd).
 Outputs: every object created right after the restart is handled exactly once.
 """
 import json
-import pathlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
 from integration.controlplane import Cluster
 from integration.operating import EXAMPLES, OperatorProcess
+from kopf_testing import Kube, poll
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 
 
-@pytest.fixture(scope='module', autouse=True)
-def crd(cluster: Cluster) -> None:
-    cluster.kubectl('apply', '-f', str(EXAMPLES / 'crd.yaml'))
-    cluster.kubectl('wait', '--for=condition=established', '--timeout=60s', 'crd/kopfexamples.kopf.dev')
+pytestmark = pytest.mark.usefixtures('example_crd')
 
 
 @pytest.fixture
-def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess([EXAMPLE, '--verbose', '-n', namespace], log_path=tmp_path / 'operator.log')
-    yield process
-    process.stop()
+def operator(operator_process: Callable[..., OperatorProcess]) -> OperatorProcess:
+    # While the API server is down, the client's retries are logged as errors (as Kopf logs them).
+    return operator_process(EXAMPLE, '--verbose', start=False, expected_errors=[r"Request attempt #\d+/\d+ failed"])
 
 
 def create_objects(cluster: Cluster, namespace: str, names: list[str]) -> None:
@@ -39,16 +35,11 @@ def create_objects(cluster: Cluster, namespace: str, names: list[str]) -> None:
 
 
 def wait_for_results(cluster: Cluster, namespace: str, names: list[str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cluster.kubectl('get', '-n', namespace, 'kopfexamples', '-o', 'json')
-        handled = {item['metadata']['name'] for item in json.loads(result.stdout)['items']
-                   if item.get('status', {}).get('create_fn')}
-        if handled >= set(names):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Not handled in {timeout}s: {sorted(set(names) - handled)}")
-        time.sleep(0.5)
+    def all_handled() -> bool:
+        items = Kube(cluster, namespace).list('kopfexamples')
+        return {item['metadata']['name'] for item in items if item.get('status', {}).get('create_fn')} >= set(names)
+    all_handled.__doc__ = f'all of {names} handled'
+    poll(all_handled, timeout=timeout, interval=0.5)
 
 
 def test_changes_right_after_an_api_server_restart_are_handled_once(

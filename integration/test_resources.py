@@ -77,7 +77,9 @@ def test_resources_defined_after_the_start_are_served(
         cluster: Cluster, namespace: str, tmp_path: pathlib.Path, no_late_crd: None) -> None:
     with OperatorProcess([OPERATOR, '-n', namespace, '--verbose'], log_path=tmp_path / 'op.log') as op:
         op.wait_for(r"Starting the watch-stream for widgets\.v1\.resources\.kopf\.dev")
-        assert "lateones" not in op.log
+        assert "watch-stream for lateones" not in op.log
+        assert ("Unresolved resources cannot be served (try creating their CRDs): "
+                "Selector(group='late.kopf.dev', version='v1', any_name='lateones')") in op.log
         apply_crds(cluster, crd_manifest('late.kopf.dev', 'lateones', 'LateOne'))
         op.wait_for(r"Starting the watch-stream for lateones\.v1\.late\.kopf\.dev")
         create(cluster, namespace, 'late.kopf.dev/v1', 'LateOne', 'l1')

@@ -8,6 +8,9 @@ which retry counter (e.g. continued from the progress stored before a restart).
 ``$ERRORS_SUCCEED_FROM`` (an integer, default 3) is the retry from which the
 ``restarting`` handler succeeds: the tests set it high for the first run of an
 operator, so that the handler keeps failing until the operator is stopped.
+
+The log messages are posted as k8s-events (``settings.posting.loggers``), so that
+the tests can see the errors in the objects' events too.
 """
 import os
 import time
@@ -17,6 +20,12 @@ import kopf
 
 PLURAL = 'errorobjs.errors.kopf.dev'
 SUCCEED_FROM = int(os.environ.get('ERRORS_SUCCEED_FROM', '3'))
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # The failures are posted as k8s-events too, as the manual shows (not by default since Kopf 1.44).
+    settings.posting.loggers = True
 
 
 def called(logger: Any, name: str, retry: int) -> None:

@@ -40,8 +40,8 @@ def update_fn(diff: kopf.Diff, **_: Any) -> dict[str, Any]:
 
 
 @kopf.on.field(GROUP, 'handlerobjs', field='spec.watched')
-def watched_fn(old: Any, new: Any, **_: Any) -> dict[str, Any]:
-    return {'change': [old, new]}
+def watched_fn(old: Any, new: Any, reason: kopf.Reason, **_: Any) -> dict[str, Any]:
+    return {'change': [old, new], 'reason': str(reason)}
 
 
 @kopf.on.delete(GROUP, 'handlerobjs')
