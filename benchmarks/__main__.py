@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         sides=_choices(args.sides, sides.SIDES),
         baseline_objects=args.baseline_objects,
         settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency,
-                          posted_logs=args.posted_logs),
+                          posting_loggers=args.posted_logs),
         work_dir=pathlib.Path(args.work_dir) if args.work_dir else out.parent / f'{out.name}.work',
     )
     print(f'Estimated duration: about {estimate_minutes(options):.0f} min (on 2 cores).', flush=True)
@@ -60,7 +60,9 @@ def estimate_minutes(options: runner.Options) -> float:
     """A rough guess from measured rates on a 2-core machine, so that nobody starts a 3-hour run unawares."""
     frameworks = sum(side != 'bare' for side in options.sides)
     per_variant = (
+        # the second term: the burst again with each framework's default posting, in a session of its own
         frameworks * (options.objects * 0.05 + options.restart_objects * 0.04 + options.idle_seconds + 40)
+        + frameworks * (options.objects * 0.05 + 20)
         + (len(options.sides) - frameworks) * (options.objects * 0.01 + options.restart_objects * 0.01
                                                + options.idle_seconds + 20)
     )
@@ -92,8 +94,9 @@ def _parser() -> argparse.ArgumentParser:
                              help='seconds between readings of /metrics while waiting for idleness')
         command.add_argument('--concurrency', type=int, default=default.settings.concurrency,
                              help="the harness's requests in flight when creating/updating/deleting in bulk")
-        command.add_argument('--no-posted-logs', dest='posted_logs', action='store_false', default=True,
-                             help='both frameworks post no log messages as k8s-events (settings.posting.loggers)')
+        command.add_argument('--posted-logs', dest='posted_logs', action='store_true', default=False,
+                             help='both frameworks post log messages as k8s-events (settings.posting.loggers);'
+                                  ' by default, neither does')
         command.add_argument('--out', help='the results path without a suffix (.json and .md are written)')
         command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
         command.set_defaults(**defaults)  # again: the arguments' own defaults must not override the smoke sizes

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from benchmarks.kubeapi import KubeApi
-from integration.controlplane import ControlPlane, read_kubernetes_version
+from kopf_testing.controlplane import ControlPlane, read_kubernetes_version
 
 CRDS_FILE = pathlib.Path(__file__).resolve().parent / 'crds.yaml'
 PAYLOAD = 'x' * 200  # a spec of a realistic size, not an empty one

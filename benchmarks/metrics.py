@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from benchmarks.kubeapi import KubeApi, Tally
-from integration.controlplane import RequestCounts, parse_request_counts, subtract_counts
+from kopf_testing.controlplane import RequestCounts, parse_request_counts, subtract_counts
 
 # Renewed every few seconds by the control plane's own components, never by the operators measured here.
 BACKGROUND_RESOURCES = frozenset({'leases'})

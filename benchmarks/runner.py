@@ -99,9 +99,11 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
                                                      options.baseline_objects, options.settings)
         for repeat in range(options.repeats):
             turns = sides[repeat % len(sides):] + sides[:repeat % len(sides)] if sides else []
-            for kind in ('churn', 'restart'):
+            for kind in ('churn', 'restart', 'defaults'):
                 for variant_name in options.variants:
                     for side in turns:
+                        if kind == 'defaults' and not side.is_framework:
+                            continue  # the bound has no defaults to compare
                         variant = VARIANTS[variant_name]
                         progress(f'[repeat {repeat + 1}/{options.repeats}] {kind}, {variant.name}, {side.name}')
                         started = time.monotonic()
@@ -117,15 +119,18 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
                        side: sides_.Side, variant: Variant, repeat: int) -> list[Record]:
     """One operator session in a fresh namespace: its scenarios in order, until one fails."""
     namespace = f'{kind}-{variant.name}-{side.name}-{repeat}'
+    settings = dataclasses.replace(options.settings, posting_loggers=None) if kind == 'defaults' else options.settings
     session = Session(cluster, api, side=side, variant=variant, namespace=namespace,
-                      logs_dir=options.work_dir / 'logs', settings=options.settings)
+                      logs_dir=options.work_dir / 'logs', settings=settings)
     steps: list[tuple[str, Callable[[], Awaitable[Figures]]]]
     if kind == 'churn':
         steps = [('lifecycle', lambda: _started_then(session, lifecycle(session))),
                  ('burst', lambda: burst(session, options.objects))]
-    else:
+    elif kind == 'restart':
         steps = [('restart', lambda: _prepared_then(session, options.restart_objects)),
                  ('idle', lambda: idle(session, options.idle_seconds))]
+    else:  # the same burst again, with each framework's own default of posting its log messages
+        steps = [('burst-defaults', lambda: _started_then(session, burst(session, options.objects)))]
     records: list[Record] = []
     failure: str | None = None
     try:

@@ -35,7 +35,9 @@ class Settings:
     timeout_per_object: float = 0.3
     concurrency: int = 50  # the harness's requests in flight when it creates/updates/deletes in bulk
     poll: float = 1.0  # how often /metrics is read while waiting for idleness (it is megabytes)
-    posted_logs: bool = True  # False: the framework sides post no log messages as k8s-events
+    # Whether the framework sides post their log messages as k8s-events (settings.posting.loggers):
+    # set the same on both sides, so that they do the same work; None leaves each side's own default.
+    posting_loggers: bool | None = False
 
     def timeout_for(self, objects: int) -> float:
         return self.timeout + self.timeout_per_object * objects
@@ -72,7 +74,8 @@ class Session:
 
     def operator_env(self) -> dict[str, str]:
         env = self.cluster.operator_env(self.variant)
-        env['KOPF_BENCH_POSTED_LOGS'] = 'true' if self.settings.posted_logs else 'false'
+        if self.settings.posting_loggers is not None:
+            env['KOPF_BENCH_POSTED_LOGS'] = 'true' if self.settings.posting_loggers else 'false'
         return env
 
     async def start_operator(self) -> OperatorProcess:

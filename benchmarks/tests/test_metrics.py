@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks.kubeapi import Tally
 from benchmarks.metrics import events_posted, group_requests, subtract_tally, total
-from integration.controlplane import RequestKey
+from kopf_testing.controlplane import RequestKey
 
 
 def key(verb: str, resource: str, code: str = '200', subresource: str = '') -> RequestKey:

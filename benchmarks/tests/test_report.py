@@ -93,3 +93,21 @@ def test_request_totals_are_derived_without_watches_and_events() -> None:
     data['options']['objects'] = 2
     data['runs'] = [run('ours', 'burst', requests=requests, requests_per_object=8.5)]
     assert collect(data, 'burst', 'status', 'ours', 'requests_per_object') == [3.0]
+
+
+def test_the_control_planes_watches_have_no_rows() -> None:
+    requests = {'PATCH benchmarkeds': 4, 'WATCH pods': 1}
+    markdown = render_markdown(results(run('ours', 'lifecycle', requests=requests)))
+    assert '| requests: PATCH benchmarkeds |' in markdown
+    assert 'WATCH' not in markdown
+
+
+def test_each_sides_default_posting_has_rows_of_its_own() -> None:
+    data = results(run('ours', 'burst', cpu_per_object_ms=1.0), run('upstream', 'burst', cpu_per_object_ms=3.0),
+                   run('ours', 'burst-defaults', cpu_per_object_ms=2.0),
+                   run('upstream', 'burst-defaults', cpu_per_object_ms=4.0))
+    markdown = render_markdown(data)
+    assert '| burst | status | CPU per object (ms) | 1.00 | 3.00 | 0.33 |  |' in markdown
+    assert "| burst-defaults | status | each side's default posting: CPU per object (ms) | 2.00 | 4.00 | 0.50 |  |" \
+        in markdown
+    assert [t.ours for t in evaluate_targets(data) if t.key == 'burst-cpu'] == [1.0]  # judged like for like

@@ -21,6 +21,7 @@ SCENARIOS = {
     'lifecycle': ('requests_total',),
     'restart': ('wall_s', 'cpu_s', 'peak_rss_mib'),
     'idle': ('cpu_percent',),
+    'burst-defaults': ('wall_s', 'cpu_per_object_ms', 'events_per_object'),
 }
 
 
