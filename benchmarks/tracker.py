@@ -34,13 +34,20 @@ class ObjectState:
 
 
 class ObjectTracker:
-    """The current state of every object in a namespace, and the time of the last change of any."""
+    """
+    The current state of every object in a namespace, and the time of the last change of any.
+
+    Per object, it also keeps when the object appeared and when its create handler's result first
+    showed: the latency of the handling as the user sees it, on one clock, with no requests of its own.
+    """
 
     def __init__(self, api: KubeApi, plural: str, namespace: str) -> None:
         self.api = api
         self.plural = plural
         self.namespace = namespace
         self.states: dict[str, ObjectState] = {}
+        self.appeared: dict[str, float] = {}  # the monotonic time when the object was first seen
+        self.creation_done: dict[str, float] = {}  # ... and when its status.create_fn first showed
         self.last_event_time = 0.0
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -76,9 +83,18 @@ class ObjectTracker:
             self._task.result()  # the watch has failed: raise its error instead of waiting forever
         return condition(self.states)
 
+    def creation_latencies(self, names: Collection[str]) -> list[float]:
+        """For each object whose creation was handled: the seconds from its appearance to the handler's result."""
+        return [self.creation_done[name] - self.appeared[name] for name in names
+                if name in self.creation_done and name in self.appeared]
+
     async def _relist(self) -> str:
         items, resource_version = await self.api.list(self.plural, self.namespace)
-        self.states = {item['metadata']['name']: ObjectState.of(item) for item in items}
+        listed = {item['metadata']['name']: ObjectState.of(item) for item in items}
+        for name in set(self.states) - set(listed):
+            self._forget(name)
+        for name, state in listed.items():
+            self._store(name, state)
         self._note_change()
         return resource_version
 
@@ -94,14 +110,28 @@ class ObjectTracker:
                         continue
                     name = body['metadata']['name']
                     if event.get('type') == 'DELETED':
-                        self.states.pop(name, None)
+                        self._forget(name)
                     else:
-                        self.states[name] = ObjectState.of(body)
+                        self._store(name, ObjectState.of(body))
                     self._note_change()
             except ApiError as e:
                 if e.status != 410:
                     raise
                 resource_version = await self._relist()  # the history is compacted: start over from a list
+
+    def _store(self, name: str, state: ObjectState) -> None:
+        now = time.monotonic()
+        previous = self.states.get(name)
+        if previous is None:
+            self.appeared[name] = now
+        if state.created and (previous is None or not previous.created):
+            self.creation_done[name] = now
+        self.states[name] = state
+
+    def _forget(self, name: str) -> None:
+        self.states.pop(name, None)
+        self.appeared.pop(name, None)
+        self.creation_done.pop(name, None)
 
     def _note_change(self) -> None:
         """

@@ -1,5 +1,7 @@
 """Many objects at once, with the operator idle and watching: created, then updated, then deleted."""
 import collections
+import math
+from collections.abc import Sequence
 
 from benchmarks import cluster, metrics
 from benchmarks.scenarios.session import Figures, Session, peak_rss_mib
@@ -15,6 +17,7 @@ async def burst(session: Session, objects: int) -> Figures:
     create = await session.phase(
         lambda: cluster.create_objects(api, variant, namespace, objects, field='initial', concurrency=concurrency),
         all_created(names), objects=objects)
+    latencies = session.tracker.creation_latencies(names)
     update = await session.phase(
         lambda: cluster.update_objects(api, variant, namespace, names, field='updated', concurrency=concurrency),
         all_updated(names, 'updated'), objects=objects)
@@ -37,5 +40,15 @@ async def burst(session: Session, objects: int) -> Figures:
         'requests_per_object': metrics.total(requests, watches=False) / objects,
         'events_per_object': metrics.events_posted(requests) / objects,
         'peak_rss_mib': peak_rss_mib(session.running),
+        'create_latency_p50_ms': percentile(latencies, 50) * 1000,
+        'create_latency_p99_ms': percentile(latencies, 99) * 1000,
     })
     return figures
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least ``share`` % of the values at or below it."""
+    if not values:
+        raise ValueError('No values to take a percentile of.')
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share / 100 * len(ordered)) - 1)]

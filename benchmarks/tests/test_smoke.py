@@ -17,7 +17,8 @@ import pytest
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIDES = ('ours', 'upstream')
 SCENARIOS = {
-    'burst': ('wall_s', 'cpu_per_object_ms', 'requests_per_object', 'peak_rss_mib'),
+    'burst': ('wall_s', 'cpu_per_object_ms', 'requests_per_object', 'peak_rss_mib',
+              'create_latency_p50_ms', 'create_latency_p99_ms'),
     'lifecycle': ('requests_total',),
     'restart': ('wall_s', 'cpu_s', 'peak_rss_mib'),
     'idle': ('cpu_percent',),
