@@ -72,6 +72,8 @@ def proxy(cluster: Cluster, tmp_path: pathlib.Path) -> Iterator[tuple[WatchCutte
         asyncio.run_coroutine_threadsafe(cutter.stop(), loop).result(timeout=30)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=30)
+        if not thread.is_alive():
+            loop.close()
 
 
 def test_watch_cut_at_connecting_beyond_the_retries_reconnects(
