@@ -15,6 +15,9 @@ from typing import Any
 import aiohttp
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Closed TLS connections finish closing in the next iterations of the loop (aiohttp's advice: a pause
+# after closing a session); a loop ended right after would leave their sockets unclosed (ResourceWarning).
+TLS_CLOSING_GRACE = 0.25
 
 
 class ApiError(Exception):
@@ -38,6 +41,7 @@ class Api:
     async def __aexit__(self, *_: object) -> None:
         if self._session is not None:
             await self._session.close()
+            await asyncio.sleep(TLS_CLOSING_GRACE)
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -25,13 +25,12 @@ from collections import deque
 import aiohttp
 from aiohttp import web
 
-from . import _records, _schedule
+from . import _api, _records, _schedule
 
 _HOP_HEADERS = frozenset(h.lower() for h in (
     'Host', 'Connection', 'Keep-Alive', 'Transfer-Encoding', 'TE', 'Upgrade', 'Proxy-Authorization',
     'Proxy-Connection', 'Content-Length', 'Accept-Encoding', 'Content-Encoding',
 ))
-_TLS_CLOSING_GRACE = 0.25  # seconds for closed TLS connections to finish closing (aiohttp's advice)
 _PER_REQUEST = (_schedule.DROP_REQUEST, _schedule.DELAY, _schedule.THROTTLE, _schedule.SERVER_ERROR)
 _PER_WATCH = (_schedule.DROP_WATCH, _schedule.STALL_WATCH, _schedule.GONE_WATCH)
 _GONE_EVENT = {'type': 'ERROR', 'object': {
@@ -95,9 +94,7 @@ class FaultProxy:
             await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
-            # The upstream TLS connections finish closing in the next iterations of the loop; a loop
-            # stopped right after would leave their sockets unclosed (ResourceWarning at collection).
-            await asyncio.sleep(_TLS_CLOSING_GRACE)
+            await asyncio.sleep(_api.TLS_CLOSING_GRACE)  # the upstream TLS connections finish closing
 
     @property
     def open_watches(self) -> int:
