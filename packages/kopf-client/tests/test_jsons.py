@@ -25,3 +25,18 @@ def test_what_the_fast_decoder_refuses_is_decoded_as_the_standard_library_does(t
 def test_invalid_documents_raise_the_standard_value_error() -> None:
     with pytest.raises(ValueError):
         _jsons.loads(b'{"unterminated": ')
+
+
+@pytest.mark.parametrize('data', [
+    {'metadata': {'annotations': {'a': '{"x": 1}'}}, 'spec': [1, 2.5, None, True, 'é']},
+    [{'op': 'test', 'path': '/metadata/resourceVersion', 'value': '123'}],
+    {1: 'an integer key', None: 'a null key'},
+    {'big': 2**70},
+])
+def test_request_bodies_are_encoded_as_the_standard_library_encodes_them(data: object) -> None:
+    assert json.loads(_jsons.dumps(data)) == json.loads(json.dumps(data))
+
+
+def test_what_cannot_be_encoded_raises_the_standard_type_error() -> None:
+    with pytest.raises(TypeError):
+        _jsons.dumps({'an object': object()})

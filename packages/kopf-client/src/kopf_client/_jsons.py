@@ -1,5 +1,5 @@
 """
-Decoding of the API's JSON: watch-stream lines and response bodies.
+The API's JSON: decoding of watch-stream lines and response bodies, encoding of request bodies.
 
 Decoding is the largest single cost of an operator under load (every watch
 event carries the whole object), so it uses orjson, about three times faster
@@ -22,3 +22,10 @@ def loads(data: Union[bytes, bytearray]) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)  # the same result as ever, or the same error as ever
+
+
+def dumps(data: Any) -> bytes:
+    try:
+        return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # e.g. integers beyond 64 bits: the standard library's result (or error)
+        return json.dumps(data).encode('utf-8')

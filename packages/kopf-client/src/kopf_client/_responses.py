@@ -22,14 +22,15 @@ _MAX_MESSAGE_LENGTH = 1000
 
 async def read_body(response: aiohttp.ClientResponse) -> tuple[Any, str]:
     """
-    Read the whole body: the parsed JSON (or ``None``) and the raw text.
+    Read the whole body: the parsed JSON (or ``None``) and, of error responses only, the raw text.
 
     Success responses must be JSON (anything else is a server bug and raises);
     error responses are parsed leniently, as they can come from intermediaries.
+    The text of a success is never needed: it is not decoded (objects can be large).
     """
     raw = await response.read()
-    text = raw.decode('utf-8', errors='replace')
-    if not raw.strip():
+    text = raw.decode('utf-8', errors='replace') if response.status >= 400 else ''
+    if not raw or raw.isspace():
         return None, text
     try:
         return _jsons.loads(raw), text

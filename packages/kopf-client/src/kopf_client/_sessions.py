@@ -70,7 +70,8 @@ TLS_CLOSING_GRACE = 0.25
 
 
 @dataclasses.dataclass(eq=False)
-class _Entry:
+class Lease:
+    """A session in use by one request or stream: counted, so that a retired session is closed when unused."""
     info: clients.ConnectionInfo
     session: aiohttp.ClientSession
     users: int = 0
@@ -87,8 +88,8 @@ class SessionPool:
     ) -> None:
         self._headers = dict(headers or {})
         self._trust_env = trust_env  # read per new session: the settings change at startup
-        self._current: Dict[clients.VaultKey, _Entry] = {}
-        self._retired: Set[_Entry] = set()  # still in use by requests in flight
+        self._current: Dict[clients.VaultKey, Lease] = {}
+        self._retired: Set[Lease] = set()  # still in use by requests in flight
         self._closed = False
 
     def __len__(self) -> int:
@@ -102,14 +103,18 @@ class SessionPool:
             info: clients.ConnectionInfo,
     ) -> AsyncIterator[aiohttp.ClientSession]:
         """Use the session of these credentials for one request (or one stream)."""
-        entry = await self._acquire(key, info)
+        lease = await self.lease(key, info)
         try:
-            yield entry.session
+            yield lease.session
         finally:
-            entry.users -= 1
-            if entry in self._retired and entry.users <= 0:
-                self._retired.discard(entry)
-                await entry.session.close()
+            await self.give_back(lease)
+
+    async def give_back(self, lease: Lease) -> None:
+        """The request or stream is over: close the session if it is retired and unused now."""
+        lease.users -= 1
+        if lease in self._retired and lease.users <= 0:
+            self._retired.discard(lease)
+            await lease.session.close()
 
     async def retire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> None:
         """Stop using the session of these (invalid) credentials; close it when unused."""
@@ -130,7 +135,8 @@ class SessionPool:
             # pause, a loop closed right after the client leaves them unclosed (ResourceWarning).
             await asyncio.sleep(TLS_CLOSING_GRACE)
 
-    async def _acquire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> _Entry:
+    async def lease(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> Lease:
+        """The session of these credentials, counted as in use until given back."""
         if self._closed:
             raise RuntimeError("The API client is closed and cannot make requests anymore.")
         entry = self._current.get(key)
@@ -138,7 +144,7 @@ class SessionPool:
             await self._retire(key)
             entry = None
         if entry is None:
-            entry = _Entry(info=info, session=make_session(info, headers=self._headers,
+            entry = Lease(info=info, session=make_session(info, headers=self._headers,
                                                            trust_env=self._trust_env()))
             self._current[key] = entry
         entry.users += 1

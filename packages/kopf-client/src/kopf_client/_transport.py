@@ -26,15 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
-from typing import Any, AsyncIterator, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, Mapping, Optional
 
 import aiohttp
 
 import kopf
 from kopf import clients
-from kopf_client import _responses, _retrying, _sessions
+from kopf_client import _jsons, _responses, _retrying, _sessions, _slots
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +45,20 @@ class Reply:
     """A successful response, and its parsed body (``None`` for streams: the caller reads them)."""
     response: aiohttp.ClientResponse
     payload: Any
+    lease: _sessions.Lease  # the session's, given back when the response is released
+
+
+def _encode(body: Any, content_type: Optional[str]) -> tuple[Dict[str, str], Optional[bytes]]:
+    """The request's headers and data: JSON unless the content type says otherwise."""
+    if body is None:
+        return ({'Content-Type': content_type} if content_type else {}), None
+    return {'Content-Type': content_type or 'application/json'}, _jsons.dumps(body)
 
 
 # The most regular (non-streaming) requests in flight at once, per client. Each of them
 # needs a connection of its own, and each TLS connection costs ~130 KiB of buffers while it
 # stays in the pool: a burst of a thousand objects must not open a thousand connections.
+# The waiting ones go by the framework's priority hint (see `_slots`).
 # Streams (watches) are not limited: they hold their connections for minutes.
 MAX_CONCURRENT_REQUESTS = 32
 
@@ -69,7 +77,7 @@ class Transport:
         self._settings = settings
         self._sleep = sleep
         self._sessions = _sessions.SessionPool(trust_env=lambda: settings.networking.trust_env)
-        self._concurrency = asyncio.Semaphore(MAX_CONCURRENT_REQUESTS)
+        self._concurrency = _slots.PrioritySlots(MAX_CONCURRENT_REQUESTS)
 
     async def close(self) -> None:
         await self._sessions.close()
@@ -97,12 +105,13 @@ class Transport:
         """
         networking = self._settings.networking
         timeout = aiohttp.ClientTimeout(total=networking.request_timeout, sock_connect=networking.connect_timeout)
-        async with self._concurrency, self._exchange(
-            method, path,
-            params=params, body=body, content_type=content_type, timeout=timeout,
-            stream=False, retry_server_errors=retry_server_errors,
-        ) as reply:
-            return reply.payload
+        await self._concurrency.acquire()
+        try:
+            reply = await self._send(method, path, params=params, body=body, content_type=content_type,
+                                     timeout=timeout, stream=False, retry_server_errors=retry_server_errors)
+        finally:
+            self._concurrency.release()
+        return reply.payload
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -119,17 +128,15 @@ class Transport:
         Closing instead of draining matters for watch-streams: they never end
         by themselves, so on cancellation the connection is dropped at once.
         """
-        async with self._exchange(
-            method, path,
-            params=params, timeout=timeout, stream=True, retry_server_errors=True,
-        ) as reply:
-            try:
-                yield reply.response
-            finally:
-                reply.response.close()
+        reply = await self._send(method, path, params=params, timeout=timeout,
+                                 stream=True, retry_server_errors=True)
+        try:
+            yield reply.response
+        finally:
+            reply.response.close()
+            await self._finish(reply.response, reply.lease)
 
-    @contextlib.asynccontextmanager
-    async def _exchange(
+    async def _send(
             self,
             method: str,
             path: str,
@@ -140,50 +147,56 @@ class Transport:
             timeout: aiohttp.ClientTimeout,
             stream: bool,
             retry_server_errors: bool,
-    ) -> AsyncIterator[Reply]:
-        budget = _retrying.RetryBudget(self._settings.networking.iter_error_backoffs())
-        headers = {'Content-Type': content_type} if content_type else {}
-        data = None if body is None else json.dumps(body).encode('utf-8')
-        if data is not None and not content_type:
-            headers['Content-Type'] = 'application/json'
+    ) -> Reply:
+        """
+        Send the request until it succeeds or there is nothing left to retry (see the module's docstring).
 
+        A regular request is read and released here. A stream's reply keeps its
+        response and its session's lease: the caller gives them back with ``_finish``.
+        Plain coroutines rather than context managers: this runs for every request.
+        """
+        budget = _retrying.RetryBudget(self._settings.networking.iter_error_backoffs())
+        headers, data = _encode(body, content_type)
         while True:
             key, info = await self._vault.select()
             url = info.server.rstrip('/') + path
             what = f'{method} {url}'
             if budget.attempt > 1:
                 logger.debug(f"Request attempt {budget.label}: {what}")
-            async with contextlib.AsyncExitStack() as stack:
-                try:
-                    session = await stack.enter_async_context(self._sessions.session(key, info))
-                except (OSError, ValueError) as exc:  # incl. ssl.SSLError
-                    # Unusable TLS material (a missing CA file, a malformed certificate):
-                    # as useless as a rejected token; other or re-obtained credentials may work.
-                    logger.error(f"Credentials are unusable and are invalidated: {exc!r}")
-                    await self._vault.invalidate(key, info, exc=exc)
+            try:
+                lease = await self._sessions.lease(key, info)
+            except (OSError, ValueError) as exc:  # incl. ssl.SSLError
+                # Unusable TLS material (a missing CA file, a malformed certificate):
+                # as useless as a rejected token; other or re-obtained credentials may work.
+                logger.error(f"Credentials are unusable and are invalidated: {exc!r}")
+                await self._vault.invalidate(key, info, exc=exc)
+                continue
+
+            response: Optional[aiohttp.ClientResponse] = None
+            try:
+                response = await lease.session.request(
+                    method, url, params=params, data=data, headers=headers, timeout=timeout)
+                payload, text = (None, '') if stream and response.status < 400 else (
+                    await _responses.read_body(response))
+            except _retrying.NETWORK_ERRORS as exc:
+                await self._finish(response, lease)
+                if await self._should_retry(budget, what, exc):
                     continue
-                try:
-                    response = await stack.enter_async_context(session.request(
-                        method, url, params=params, data=data, headers=headers, timeout=timeout,
-                    ))
-                    payload, text = (None, '') if stream and response.status < 400 else (
-                        await _responses.read_body(response))
-                except _retrying.NETWORK_ERRORS as exc:
-                    if await self._should_retry(budget, what, exc):
-                        continue
-                    raise
+                raise
+            except BaseException:
+                await self._finish(response, lease)
+                raise
 
-                if response.status < 400:
-                    if budget.attempt > 1:
-                        logger.debug(f"Request attempt {budget.label} succeeded: {what}")
-                    # Keep the session and the response open while the caller uses them.
-                    yield Reply(response=response, payload=payload)
-                    return
+            if response.status < 400:
+                if budget.attempt > 1:
+                    logger.debug(f"Request attempt {budget.label} succeeded: {what}")
+                if not stream:
+                    await self._finish(response, lease)
+                return Reply(response=response, payload=payload, lease=lease)
 
-                error = _responses.make_error(
-                    status=response.status, payload=payload, text=text, headers=response.headers)
-
-            # The failed response is released and the session lease is returned by now.
+            await self._finish(response, lease)
+            error = _responses.make_error(status=response.status, payload=payload, text=text,
+                                          headers=response.headers)
             if isinstance(error, clients.APIUnauthorizedError):
                 logger.debug(f"Request {method} {path} is unauthorized; invalidating the credentials: {error}")
                 await self._vault.invalidate(key, info, exc=error)
@@ -196,6 +209,15 @@ class Transport:
                 if await self._should_retry(budget, what, error):
                     continue
             raise error
+
+    async def _finish(self, response: Optional[aiohttp.ClientResponse], lease: _sessions.Lease) -> None:
+        """Release the response (as aiohttp's own context manager does) and give the session back."""
+        try:
+            if response is not None:
+                response.release()
+                await response.wait_for_close()
+        finally:
+            await self._sessions.give_back(lease)
 
     async def _should_retry(
             self,

@@ -35,6 +35,7 @@ from kopf._cogs.clients.protocols import (
     PatchType,
     ResourceScanner,
 )
+from kopf._cogs.clients.scheduling import request_priority
 from kopf._cogs.helpers.typedefs import RawBody, RawEvent
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault, VaultKey
 from kopf._cogs.structs.references import Namespace, Resource
@@ -67,4 +68,5 @@ __all__ = [
     'Vault',
     'VaultKey',
     'error_class_for_status',
+    'request_priority',
 ]

@@ -10,6 +10,7 @@ from typing import Any, AsyncIterator, Callable, Dict, List, Optional
 
 import pytest
 
+from kopf import clients
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody, RawEvent
 from kopf._core.reactor.processing import CycleResult
@@ -163,3 +164,21 @@ async def test_the_worker_limit_serialises_the_objects() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert active['max'] == 1
+
+
+@pytest.mark.looptime
+async def test_requests_are_hinted_to_go_by_when_the_objects_activity_began() -> None:
+    hints: Dict[str, List[Optional[float]]] = {}
+
+    async def processor(raw_event: RawEvent) -> CycleResult:
+        name = raw_event['object']['metadata']['name']
+        hints.setdefault(name, []).append(clients.request_priority.get())
+        return CycleResult(delay=1.0 if hints == {'a': [1.0]} else None)
+
+    # 'a' is handled twice in its first activity (a retry after 1 s), then settles; later, it changes again.
+    events = stream(1, event('a', 1), 2, event('b', 2), 3, event('a', 3))
+    task = asyncio.create_task(watcher(events=events, processor=processor, settings=OperatorSettings()))
+    await asyncio.sleep(20)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert hints == {'a': [1.0, 1.0, 6.0], 'b': [3.0]}  # the loop times when each activity began

@@ -23,6 +23,7 @@ import logging
 from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Optional
 
 from kopf._cogs.clients import errors as apierrors
+from kopf._cogs.clients import scheduling
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._core.reactor import processing, throttling
@@ -34,8 +35,44 @@ Processor = Callable[[typedefs.RawEvent], Awaitable[processing.CycleResult]]
 
 @dataclasses.dataclass
 class _Stream:
-    queue: asyncio.Queue[typedefs.RawEvent]
+    """
+    The newest unprocessed event of one object, and the worker that processes it.
+
+    Only the newest event matters, so a newer one replaces an older one at once:
+    no queue of events, and no wake-up of the worker for every event of a burst.
+    """
+    began: float  # the loop time when the object's current activity began (the first event of the stream)
+    latest: Optional[typedefs.RawEvent] = None  # not yet taken by the worker
+    arrived: float = 0.0  # the loop time when the latest event arrived
+    waiter: Optional[asyncio.Future[None]] = None  # set while the worker waits for an event
     task: Optional[asyncio.Task[None]] = None
+
+    def put(self, event: typedefs.RawEvent, *, now: float) -> None:
+        self.latest, self.arrived = event, now
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def take(self) -> Optional[typedefs.RawEvent]:
+        event, self.latest = self.latest, None
+        return event
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until an event arrives, but no longer than the timeout; whether one has arrived."""
+        if self.latest is None:
+            loop = asyncio.get_running_loop()
+            waiter = self.waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake_up, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self.waiter = None
+        return self.latest is not None
+
+
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def object_key(raw_event: typedefs.RawEvent) -> str:
@@ -58,6 +95,7 @@ async def watcher(
     before the workers see it, and never waits for the workers.
     """
     streams: Dict[str, _Stream] = {}
+    loop = asyncio.get_running_loop()
     try:
         async for raw_event in events:
             if preprocessor is not None:
@@ -65,8 +103,8 @@ async def watcher(
             key = object_key(raw_event)
             stream = streams.get(key)
             if stream is None:
-                stream = streams[key] = _Stream(queue=asyncio.Queue())
-            stream.queue.put_nowait(raw_event)
+                stream = streams[key] = _Stream(began=loop.time())
+            stream.put(raw_event, now=loop.time())
             if stream.task is None or stream.task.done():
                 stream.task = asyncio.create_task(
                     _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
@@ -144,29 +182,31 @@ async def _worker(
 ) -> None:
     """Process one object's events, one cycle at a time, until it has nothing to do."""
     stream = streams[key]
+    # Under load, the requests for the objects that came earlier go first (if the client can order them).
+    scheduling.request_priority.set(stream.began)
     state = _WorkerState(throttler=throttling.ErrorThrottler(settings.batching.error_delays),
                          processed_at=asyncio.get_running_loop().time())
     try:
         while True:
-            event = await _next_event(stream.queue, state, settings)
+            event = await _next_event(stream, state, settings)
             if event is None:
                 # Idle: the object has nothing to do. No await between this check and the
-                # removal (in `finally`), so the watcher cannot put an event into a dying queue.
-                if stream.queue.empty():
+                # removal (in `finally`), so the watcher cannot put an event into a dying stream.
+                if stream.latest is None:
                     return
                 continue
             settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter, settings=settings)
-            if settled and stream.queue.empty():
+            if settled and stream.latest is None:
                 # Nothing to wait for (no own patch to see back, no delayed handlers): free the
                 # memory now instead of lingering, e.g. after the initial listing of many objects.
                 return
     finally:
-        if streams.get(key) is stream and stream.queue.empty():
+        if streams.get(key) is stream and stream.latest is None:
             del streams[key]
 
 
 async def _next_event(
-        queue: asyncio.Queue[typedefs.RawEvent],
+        stream: _Stream,
         state: _WorkerState,
         settings: configuration.OperatorSettings,
 ) -> Optional[typedefs.RawEvent]:
@@ -183,9 +223,7 @@ async def _next_event(
         timeout = state.delay if state.delay is not None else settings.batching.idle_timeout
         timeout = state.own_patch.limit(timeout, now=loop.time())
         waited_since = loop.time()
-        try:
-            event = await asyncio.wait_for(queue.get(), timeout=timeout)
-        except asyncio.TimeoutError:
+        if not await stream.wait(timeout):
             if state.own_patch.is_overdue(now=loop.time()):
                 # The patched version has not come in time: the API is inconsistent or slow.
                 stale = state.own_patch.give_up()
@@ -199,8 +237,9 @@ async def _next_event(
             if state.delay is None or state.latest is None:
                 return None
             return state.latest  # the handlers' delay is over: process the latest known state again
-        event = await _batch(queue, event, window=settings.batching.batch_window)
-        if not state.own_patch.skips(event, now=loop.time()):
+        await _batch(stream, window=settings.batching.batch_window)
+        event = stream.take()
+        if event is not None and not state.own_patch.skips(event, now=loop.time()):
             return event
 
 
@@ -240,19 +279,13 @@ async def _run_cycle(
     return result.delay is None
 
 
-async def _batch(
-        queue: asyncio.Queue[typedefs.RawEvent],
-        event: typedefs.RawEvent,
-        *,
-        window: float,
-) -> typedefs.RawEvent:
-    """Take the newest of the events arriving within the batching window."""
-    latest = event
-    while True:
-        try:
-            latest = await asyncio.wait_for(queue.get(), timeout=window)
-        except asyncio.TimeoutError:
-            return latest
+async def _batch(stream: _Stream, *, window: float) -> None:
+    """Let the events that arrive within the batching window after the latest one replace it."""
+    loop = asyncio.get_running_loop()
+    # Sleeping until the window's end, not waiting for an event: the newer events only move
+    # the end further, and waking the worker up for each event of a burst is what this avoids.
+    while (remaining := stream.arrived + window - loop.time()) > 0:  # noqa: ASYNC110
+        await asyncio.sleep(remaining)
 
 
 def _is_fresh(event: typedefs.RawEvent, awaited_version: str) -> bool:
