@@ -10,6 +10,7 @@ code and its output. Nothing is mocked.
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -55,8 +56,11 @@ def test_python_m_kopf_runs_the_operator(cluster: Cluster, namespace: str, tmp_p
     args = [EXAMPLE, '--standalone', '--verbose', '-n', namespace]
     with python_m_kopf(args, log_path=tmp_path / 'operator.log') as operator:
         create_object(cluster, namespace, OBJECT)
-        operator.wait_for(r"Handler 'create_fn' succeeded\.", timeout=60)
+        log = operator.wait_for(r"Handler 'create_fn' succeeded\.", timeout=60)
     assert operator.process is not None and operator.process.returncode == 0
+    # The process is the operator's own: its garbage collector is tuned for many live bodies.
+    assert re.search(r"Garbage collection is tuned: \d+ objects of the start-up are frozen, "
+                     r"the thresholds are \(7000, 10, 10\)\.", log)
     assert get_object(cluster, namespace, 'kopfexamples', 'kopf-example-1')['status']['create_fn'] == {
         'message': 'hello world'}
 

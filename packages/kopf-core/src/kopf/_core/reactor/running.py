@@ -33,7 +33,7 @@ from kopf._core.engines import (
     webhookserving,
 )
 from kopf._core.intents import handlers, registries
-from kopf._core.reactor import coordination, exiting, inventory, observation, orchestration, processing
+from kopf._core.reactor import collecting, coordination, exiting, inventory, observation, orchestration, processing
 
 logger = logging.getLogger('kopf.reactor.running')
 
@@ -91,6 +91,7 @@ def run(
         _command=_command)
     own_loop = loop is None
     real_loop = loop if loop is not None else asyncio.new_event_loop()
+    collecting.tune_garbage_collection()  # the process is the operator's: see the module
     try:
         real_loop.run_until_complete(coro)
     except KeyboardInterrupt:
