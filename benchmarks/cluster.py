@@ -14,11 +14,14 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
+import psutil
+
 from benchmarks.kubeapi import KubeApi
 from kopf_testing.controlplane import ControlPlane, read_kubernetes_version
 
 CRDS_FILE = pathlib.Path(__file__).resolve().parent / 'crds.yaml'
 PAYLOAD = 'x' * 200  # a spec of a realistic size, not an empty one
+SERVER_PROCESSES = ('etcd', 'kube-apiserver')  # what serves the requests (the controller manager does not)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +58,20 @@ class BenchCluster:
 
     def __exit__(self, *_: object) -> None:
         self.control_plane.stop()
+
+    def server_cpu_seconds(self) -> float:
+        """
+        The user+system CPU time of kube-apiserver and etcd so far.
+
+        On a machine of few cores, the API server is what limits an operator's
+        wall time: its CPU per object shows the load that each side puts on it.
+        """
+        total = 0.0
+        for name, pid in self.control_plane.pids.items():
+            if name in SERVER_PROCESSES:
+                times = psutil.Process(pid).cpu_times()
+                total += times.user + times.system
+        return total
 
     def kubectl(self, *args: str) -> str:
         argv = [str(self.control_plane.kubectl_path), '--kubeconfig', str(self.control_plane.kubeconfig), *args]

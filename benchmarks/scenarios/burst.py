@@ -30,12 +30,14 @@ async def burst(session: Session, objects: int) -> Figures:
     for phase in phases.values():
         requests.update(phase['requests'])
     cpu_s = sum(phase['cpu_s'] for phase in phases.values())
+    server_cpu_s = sum(phase['server_cpu_s'] for phase in phases.values())
     figures: Figures = {f'{name}_{key}': phase[key] for name, phase in phases.items()
                         for key in ('wall_s', 'until_idle_s', 'cpu_s')}
     figures.update({
         'wall_s': sum(phase['wall_s'] for phase in phases.values()),
         'cpu_s': cpu_s,
         'cpu_per_object_ms': cpu_s / objects * 1000,
+        'server_cpu_per_object_ms': server_cpu_s / objects * 1000,
         'requests': dict(sorted(requests.items())),
         'requests_per_object': metrics.total(requests, watches=False) / objects,
         'events_per_object': metrics.events_posted(requests) / objects,

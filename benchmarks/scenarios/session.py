@@ -132,17 +132,18 @@ class Session:
         operator = self.running
         timeout = self.settings.timeout_for(objects)
         before = await metrics.take_snapshot(self.api)
-        cpu_before = operator.cpu_seconds()
+        cpu_before, server_cpu_before = operator.cpu_seconds(), self.cluster.server_cpu_seconds()
         started = time.monotonic()
         await action()
         done = await self.until(condition, timeout=timeout)
         last_activity = await self.idle(condition, timeout=timeout)
-        cpu_after = operator.cpu_seconds()
+        cpu_after, server_cpu_after = operator.cpu_seconds(), self.cluster.server_cpu_seconds()
         after = await metrics.take_snapshot(self.api)
         return {
             'wall_s': done - started,
             'until_idle_s': max(done, last_activity) - started,
             'cpu_s': cpu_after - cpu_before,
+            'server_cpu_s': server_cpu_after - server_cpu_before,
             'requests': metrics.attribute(before, after),
         }
 

@@ -174,7 +174,23 @@ def test_index_of_one_function_for_several_resources_is_one_index(registry: Oper
 def test_extra_fields_of_field_handlers_are_reported(registry: OperatorRegistry) -> None:
     registry.register_changing(make(reason=Reason.UPDATE, field=('status', 'phase')))
     registry.register_changing(make(fn=fn2, reason=Reason.CREATE))
-    assert registry.get_extra_fields(resource=KOPFEXAMPLES) == [('status', 'phase')]
+    assert list(registry.get_extra_fields(resource=KOPFEXAMPLES)) == [('status', 'phase')]
+
+
+def test_handlers_registered_after_a_lookup_are_served_from_then_on(registry: OperatorRegistry) -> None:
+    # The answers are remembered per resource (asked at every cycle), but not beyond a registration.
+    assert not registry.has_state_handlers(resource=KOPFEXAMPLES)
+    registry.register_changing(first := make(reason=Reason.UPDATE, field=('spec', 'x')))
+    assert list(registry.get_changing_handlers(resource=KOPFEXAMPLES)) == [first]
+    assert list(registry.get_extra_fields(resource=KOPFEXAMPLES)) == [('spec', 'x')]
+    registry.register_watching(watching := make(WatchingHandler))
+    registry.register_spawning(daemon := make(DaemonHandler, fn=fn2))
+    registry.register_changing(second := make(fn=fn2, reason=Reason.UPDATE, field=('spec', 'y')))
+    assert list(registry.get_changing_handlers(resource=KOPFEXAMPLES)) == [first, second]
+    assert list(registry.get_extra_fields(resource=KOPFEXAMPLES)) == [('spec', 'x'), ('spec', 'y')]
+    assert list(registry.get_watching_handlers(resource=KOPFEXAMPLES)) == [watching]
+    assert list(registry.get_spawning_handlers(resource=KOPFEXAMPLES)) == [daemon]
+    assert not registry.get_changing_handlers(resource=PODS)
 
 
 # Finalizers.

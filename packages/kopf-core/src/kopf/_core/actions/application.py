@@ -11,6 +11,7 @@ freshest body and a ``test`` on ``resourceVersion`` to be safe.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Set
 
@@ -45,11 +46,13 @@ async def apply_patch(
     latest: Optional[typedefs.RawBody] = None
     try:
         if merge:
-            logger.debug(f"Merge-patching the resource with: {merge!r}")
+            if logger.isEnabledFor(logging.DEBUG):  # the patch's repr is costly: only if shown
+                logger.debug(f"Merge-patching the resource with: {merge!r}")
             latest = await client.patch_object(resource, namespace=namespace, name=name, patch=merge,
                                                patch_type=protocols.PatchType.MERGE)
         if status_patch:
-            logger.debug(f"Merge-patching the status with: {status_patch!r}")
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(f"Merge-patching the status with: {status_patch!r}")
             latest = await client.patch_object(resource, namespace=namespace, name=name, patch=status_patch,
                                                patch_type=protocols.PatchType.MERGE, subresource='status')
     except apierrors.APINotFoundError:
@@ -90,7 +93,8 @@ async def _apply_fns(
     patch.fns.clear()
     if not ops:  # the functions changed nothing: no request
         return dict(body)
-    logger.debug(f"JSON-patching the resource with: {ops!r}")
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(f"JSON-patching the resource with: {ops!r}")
     try:
         return await client.patch_object(resource, namespace=namespace, name=name, patch=ops,
                                          patch_type=protocols.PatchType.JSON)
@@ -197,7 +201,8 @@ async def _json_patch_meta(
         ops: List[Dict[str, Any]],
         logger: Any,
 ) -> Optional[typedefs.RawBody]:
-    logger.debug(f"JSON-patching the resource with: {ops!r}")
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(f"JSON-patching the resource with: {ops!r}")
     try:
         return await client.patch_object(resource, namespace=body.metadata.namespace, name=_name_of(body),
                                          patch=ops, patch_type=protocols.PatchType.JSON)
