@@ -23,12 +23,13 @@ async def _hold(slots: PrioritySlots, name: str, order: List[str], priority: Opt
 
 def _start(slots: PrioritySlots, name: str, order: List[str], priority: Optional[float],
            release: asyncio.Event) -> asyncio.Task[None]:
-    # Each task in a context of its own, as each object's worker has.
-    return asyncio.create_task(_hold(slots, name, order, priority, release), context=contextvars.Context())
+    # Each task in a context of its own, as each object's worker has (a task copies the current context).
+    return contextvars.Context().run(asyncio.create_task, _hold(slots, name, order, priority, release))
 
 
 async def test_no_more_holders_than_the_limit() -> None:
-    slots, order, release = PrioritySlots(2), [], asyncio.Event()
+    slots, release = PrioritySlots(2), asyncio.Event()
+    order: List[str] = []
     tasks = [_start(slots, f'r{i}', order, None, release) for i in range(5)]
     await asyncio.sleep(0)
     assert order == ['r0', 'r1'] and slots.waiting == 3
@@ -38,7 +39,8 @@ async def test_no_more_holders_than_the_limit() -> None:
 
 
 async def test_the_waiting_ones_go_by_priority_then_by_arrival() -> None:
-    slots, order, release = PrioritySlots(1), [], asyncio.Event()
+    slots, release = PrioritySlots(1), asyncio.Event()
+    order: List[str] = []
     first = _start(slots, 'holder', order, 0.0, release)
     await asyncio.sleep(0)
     rest = [_start(slots, name, order, priority, release)
@@ -51,7 +53,8 @@ async def test_the_waiting_ones_go_by_priority_then_by_arrival() -> None:
 
 async def test_requests_without_the_hint_rank_by_the_time_they_are_made() -> None:
     loop = asyncio.get_running_loop()
-    slots, order, release = PrioritySlots(1), [], asyncio.Event()
+    slots, release = PrioritySlots(1), asyncio.Event()
+    order: List[str] = []
     first = _start(slots, 'holder', order, None, release)
     await asyncio.sleep(0)
     rest = [_start(slots, 'started-later', order, loop.time() + 100, release),
@@ -64,7 +67,8 @@ async def test_requests_without_the_hint_rank_by_the_time_they_are_made() -> Non
 
 
 async def test_a_cancelled_waiter_does_not_take_a_slot() -> None:
-    slots, order, release = PrioritySlots(1), [], asyncio.Event()
+    slots, release = PrioritySlots(1), asyncio.Event()
+    order: List[str] = []
     first = _start(slots, 'holder', order, None, release)
     await asyncio.sleep(0)
     cancelled = _start(slots, 'cancelled', order, None, release)
