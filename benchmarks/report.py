@@ -27,6 +27,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ('burst', 'peak_rss_mib', 'peak RSS (MiB)'),
     ('burst', 'create_latency_p50_ms', "latency, creation to the create handler's result, p50 (ms)"),
     ('burst', 'create_latency_p99_ms', "latency, creation to the create handler's result, p99 (ms)"),
+    ('burst', 'finalizer_latency_p50_ms', 'latency, creation to the finalizer (the first step), p50 (ms)'),
+    ('burst', 'finalizer_latency_p99_ms', 'latency, creation to the finalizer (the first step), p99 (ms)'),
     ('burst-defaults', 'wall_s', "each side's default posting: wall time, create+update+delete (s)"),
     ('burst-defaults', 'cpu_per_object_ms', "each side's default posting: CPU per object (ms)"),
     ('burst-defaults', 'events_per_object', "each side's default posting: k8s-events posted per object"),

@@ -21,6 +21,7 @@ class ObjectState:
     created: bool  # status.create_fn is present
     updated_field: object  # status.update_fn.field, or None (a handler with a field filter has it in its id)
     deleting: bool
+    finalized: bool = False  # any finalizer is present (the operator's first step with a new object)
 
     @classmethod
     def of(cls, body: JsonDict) -> 'ObjectState':
@@ -30,6 +31,7 @@ class ObjectState:
             created=isinstance(status.get('create_fn'), dict),
             updated_field=update_result.get('field') if isinstance(update_result, dict) else None,
             deleting=bool(body.get('metadata', {}).get('deletionTimestamp')),
+            finalized=bool(body.get('metadata', {}).get('finalizers')),
         )
 
 
@@ -48,6 +50,7 @@ class ObjectTracker:
         self.states: dict[str, ObjectState] = {}
         self.appeared: dict[str, float] = {}  # the monotonic time when the object was first seen
         self.creation_done: dict[str, float] = {}  # ... and when its status.create_fn first showed
+        self.finalizer_added: dict[str, float] = {}  # ... and when a finalizer first showed
         self.last_event_time = 0.0
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -85,8 +88,11 @@ class ObjectTracker:
 
     def creation_latencies(self, names: Collection[str]) -> list[float]:
         """For each object whose creation was handled: the seconds from its appearance to the handler's result."""
-        return [self.creation_done[name] - self.appeared[name] for name in names
-                if name in self.creation_done and name in self.appeared]
+        return _intervals(self.appeared, self.creation_done, names)
+
+    def finalizer_latencies(self, names: Collection[str]) -> list[float]:
+        """For each object that got a finalizer: the seconds from its appearance to the finalizer (the first step)."""
+        return _intervals(self.appeared, self.finalizer_added, names)
 
     async def _relist(self) -> str:
         items, resource_version = await self.api.list(self.plural, self.namespace)
@@ -126,12 +132,15 @@ class ObjectTracker:
             self.appeared[name] = now
         if state.created and (previous is None or not previous.created):
             self.creation_done[name] = now
+        if state.finalized:
+            self.finalizer_added.setdefault(name, now)  # the first one: not again after a release
         self.states[name] = state
 
     def _forget(self, name: str) -> None:
         self.states.pop(name, None)
         self.appeared.pop(name, None)
         self.creation_done.pop(name, None)
+        self.finalizer_added.pop(name, None)
 
     def _note_change(self) -> None:
         """
@@ -148,6 +157,10 @@ class ObjectTracker:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+
+def _intervals(starts: dict[str, float], ends: dict[str, float], names: Collection[str]) -> list[float]:
+    return [ends[name] - starts[name] for name in names if name in ends and name in starts]
 
 
 def all_created(names: Collection[str]) -> Callable[[dict[str, ObjectState]], bool]:

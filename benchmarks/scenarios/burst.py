@@ -18,6 +18,7 @@ async def burst(session: Session, objects: int) -> Figures:
         lambda: cluster.create_objects(api, variant, namespace, objects, field='initial', concurrency=concurrency),
         all_created(names), objects=objects)
     latencies = session.tracker.creation_latencies(names)
+    finalizer_latencies = session.tracker.finalizer_latencies(names)
     update = await session.phase(
         lambda: cluster.update_objects(api, variant, namespace, names, field='updated', concurrency=concurrency),
         all_updated(names, 'updated'), objects=objects)
@@ -44,6 +45,8 @@ async def burst(session: Session, objects: int) -> Figures:
         'peak_rss_mib': peak_rss_mib(session.running),
         'create_latency_p50_ms': percentile(latencies, 50) * 1000,
         'create_latency_p99_ms': percentile(latencies, 99) * 1000,
+        'finalizer_latency_p50_ms': percentile(finalizer_latencies, 50) * 1000,
+        'finalizer_latency_p99_ms': percentile(finalizer_latencies, 99) * 1000,
     })
     return figures
 

@@ -18,7 +18,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIDES = ('ours', 'upstream')
 SCENARIOS = {
     'burst': ('wall_s', 'cpu_per_object_ms', 'server_cpu_per_object_ms', 'requests_per_object', 'peak_rss_mib',
-              'create_latency_p50_ms', 'create_latency_p99_ms'),
+              'create_latency_p50_ms', 'create_latency_p99_ms',
+              'finalizer_latency_p50_ms', 'finalizer_latency_p99_ms'),
     'lifecycle': ('requests_total',),
     'restart': ('wall_s', 'cpu_s', 'peak_rss_mib', 'initial_server_cpu_s'),
     'idle': ('cpu_percent',),
