@@ -9,6 +9,7 @@ stores. The managed configurations are deleted after each test.
 """
 import json
 import pathlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,9 +35,13 @@ def operator(cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> Iterat
     process.start()
     process.wait_for(r"The MutatingWebhookConfiguration 'auto\.kopf\.dev' is (created|patched)", timeout=60)
     yield process
-    process.stop()
-    for kind in ('validatingwebhookconfiguration', 'mutatingwebhookconfiguration'):
-        cluster.kubectl('delete', kind, MANAGED, '--ignore-not-found')
+    try:
+        process.stop()
+    finally:
+        # Even if the operator had to be killed: the configurations of a dead server would make
+        # every later creation of these objects fail, in all namespaces (they are cluster-wide).
+        for kind in ('validatingwebhookconfiguration', 'mutatingwebhookconfiguration'):
+            cluster.kubectl('delete', kind, MANAGED, '--ignore-not-found')
 
 
 def example_object(**spec: Any) -> dict[str, Any]:
@@ -91,3 +96,27 @@ def test_invalid_numbers_are_rejected(cluster: Cluster, namespace: str, operator
     assert result.returncode != 0
     assert any(f"denied the request: {message}\n" in result.stderr for message in messages), result.stderr
     assert cluster.kubectl('get', '-n', namespace, 'kex', 'kopf-example-1', check=False).returncode != 0
+
+
+def test_the_operator_stops_while_reviews_keep_coming(cluster: Cluster, namespace: str,
+                                                      operator: OperatorProcess) -> None:
+    # The API server keeps its connections to the webhook server open and goes on sending reviews
+    # over them (as when many objects change cluster-wide): the stopping server must not wait for it.
+    wait_until_hooked(cluster, namespace)
+    stopping = threading.Event()
+
+    def review_until_stopped() -> None:
+        while not stopping.is_set():
+            create(cluster, namespace, example_object(), '--dry-run=server')
+
+    reviewers = [threading.Thread(target=review_until_stopped) for _ in range(4)]
+    for reviewer in reviewers:
+        reviewer.start()
+    try:
+        reviewed = operator.log.count("Webhook 'say_hello' succeeded")
+        operator.wait_for(r"Webhook 'say_hello' succeeded", timeout=30, count=reviewed + 8)  # they do keep coming
+        operator.stop()  # fails if the operator does not stop in time (20 s)
+    finally:
+        stopping.set()
+        for reviewer in reviewers:
+            reviewer.join()

@@ -29,6 +29,11 @@ import aiohttp.web
 
 from kopf_webhooks import _certs, _contexts, _requests
 
+# How long a stopping server lets the reviews in progress finish: as long as the API server waits
+# for a review by default (10 s), not aiohttp's 60 s, which is longer than the 30 s that Kubernetes
+# gives a pod to stop. (The API server keeps its connections open and may go on sending reviews.)
+SHUTDOWN_TIMEOUT = 10.0
+
 if TYPE_CHECKING:
     from kopf import WebhookClientConfig, WebhookFn
 
@@ -148,7 +153,7 @@ class WebhookServer(_contexts.WebhookContextManager):
         app.router.add_post(f'{root}/{{webhook:.*}}', handler)
         if root:
             app.router.add_post(root, handler)
-        runner = aiohttp.web.AppRunner(app, handle_signals=False)
+        runner = aiohttp.web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         try:
             site = aiohttp.web.TCPSite(runner, self.addr, self.port or _get_free_port(self.addr), ssl_context=context)
