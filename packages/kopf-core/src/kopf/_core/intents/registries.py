@@ -30,7 +30,7 @@ class OperatorRegistry:
         self._spawning: List[handlers.SpawningHandler] = []
         self._indexing: List[handlers.IndexingHandler] = []
         self._webhooks: List[webhooks.WebhookHandler] = []
-        self._per_resource: Dict[Tuple[str, references.Resource], Any] = {}  # forgotten at every registration
+        self._per_resource: Dict[Tuple[str, references.Resource], Any] = {}  # replaced at every registration
 
     # Registration.
 
@@ -62,15 +62,17 @@ class OperatorRegistry:
         # The same function decorated twice with the same id and selector is one handler.
         if handler not in items:
             items.append(handler)
-            self._per_resource.clear()
+            self._per_resource = {}  # a new dict: an answer computed meanwhile goes to the old one
 
     def _remembered(self, question: str, resource: references.Resource, answer: Callable[[], T]) -> T:
         """The answer for the resource, computed once until the next registration."""
-        key = (question, resource)
+        # Registering in another thread (e.g. a test beside its operator) replaces the dict, so that
+        # an answer computed from the handlers before the registration is not kept after it.
+        remembered_answers, key = self._per_resource, (question, resource)
         try:
-            remembered: T = self._per_resource[key]
+            remembered: T = remembered_answers[key]
         except KeyError:
-            remembered = self._per_resource[key] = answer()
+            remembered = remembered_answers[key] = answer()
         return remembered
 
     # Inspection.
