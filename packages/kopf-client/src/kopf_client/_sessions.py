@@ -139,16 +139,16 @@ class SessionPool:
         """The session of these credentials, counted as in use until given back."""
         if self._closed:
             raise RuntimeError("The API client is closed and cannot make requests anymore.")
-        entry = self._current.get(key)
-        if entry is not None and entry.info != info:  # re-populated with new credentials
+        lease = self._current.get(key)
+        if lease is not None and lease.info != info:  # re-populated with new credentials
             await self._retire(key)
-            entry = None
-        if entry is None:
-            entry = Lease(info=info, session=make_session(info, headers=self._headers,
-                                                           trust_env=self._trust_env()))
-            self._current[key] = entry
-        entry.users += 1
-        return entry
+            lease = None
+        if lease is None:
+            lease = Lease(info=info, session=make_session(info, headers=self._headers,
+                                                          trust_env=self._trust_env()))
+            self._current[key] = lease
+        lease.users += 1
+        return lease
 
     async def _retire(self, key: clients.VaultKey) -> None:
         entry = self._current.pop(key)

@@ -29,15 +29,15 @@ import aiohttp.web
 
 from kopf_webhooks import _certs, _contexts, _requests
 
-# How long a stopping server lets the reviews in progress finish: as long as the API server waits
-# for a review by default (10 s), not aiohttp's 60 s, which is longer than the 30 s that Kubernetes
-# gives a pod to stop. (The API server keeps its connections open and may go on sending reviews.)
-SHUTDOWN_TIMEOUT = 10.0
-
 if TYPE_CHECKING:
     from kopf import WebhookClientConfig, WebhookFn
 
 logger = logging.getLogger('kopf.webhooks')
+
+# How long a stopping server lets the reviews in progress finish: as long as the API server waits
+# for a review by default (10 s), not aiohttp's 60 s, which is longer than the 30 s that Kubernetes
+# gives a pod to stop. (The API server keeps its connections open and may go on sending reviews.)
+SHUTDOWN_TIMEOUT = 10.0
 
 
 class WebhookServer(_contexts.WebhookContextManager):

@@ -4,20 +4,15 @@ Registries: the collections of handlers of an operator.
 The decorators add handlers to the default registry unless one is given
 explicitly; the engine asks the registry which handlers apply to a resource,
 an object, and a cause. Selection is pure: no I/O, no state.
-
-Which handlers serve a resource is asked at every cycle of every object, and
-changes only when a handler is registered: the answers are remembered per
-resource until then.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, TypeVar
 
 from kopf._cogs.structs import diffs, references
 from kopf._core.intents import causes, filters, handlers, webhooks
 
 HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
-T = TypeVar('T')
 
 
 class OperatorRegistry:
@@ -30,7 +25,6 @@ class OperatorRegistry:
         self._spawning: List[handlers.SpawningHandler] = []
         self._indexing: List[handlers.IndexingHandler] = []
         self._webhooks: List[webhooks.WebhookHandler] = []
-        self._per_resource: Dict[Tuple[str, references.Resource], Any] = {}  # replaced at every registration
 
     # Registration.
 
@@ -58,22 +52,11 @@ class OperatorRegistry:
                              f"give one of them another id= (it names the webhook and its URL path).")
         self._append_unique(self._webhooks, handler)
 
-    def _append_unique(self, items: List[HandlerT], handler: HandlerT) -> None:
+    @staticmethod
+    def _append_unique(items: List[HandlerT], handler: HandlerT) -> None:
         # The same function decorated twice with the same id and selector is one handler.
         if handler not in items:
             items.append(handler)
-            self._per_resource = {}  # a new dict: an answer computed meanwhile goes to the old one
-
-    def _remembered(self, question: str, resource: references.Resource, answer: Callable[[], T]) -> T:
-        """The answer for the resource, computed once until the next registration."""
-        # Registering in another thread (e.g. a test beside its operator) replaces the dict, so that
-        # an answer computed from the handlers before the registration is not kept after it.
-        remembered_answers, key = self._per_resource, (question, resource)
-        try:
-            remembered: T = remembered_answers[key]
-        except KeyError:
-            remembered = remembered_answers[key] = answer()
-        return remembered
 
     # Inspection.
 
@@ -93,18 +76,15 @@ class OperatorRegistry:
         return any(h.activity == activity for h in self._activities)
 
     def get_watching_handlers(self, *, resource: references.Resource) -> Sequence[handlers.WatchingHandler]:
-        return self._remembered('watching', resource, lambda: tuple(
-            _deduplicated(h for h in self._watching if _serves(h, resource))))
+        return _deduplicated(h for h in self._watching if _serves(h, resource))
 
     def get_changing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.ChangingHandler]:
         # Not deduplicated here: e.g. @on.resume+@on.create on one function share the id, and
         # which of them applies depends on the cause. See select_changing_handlers().
-        return self._remembered('changing', resource, lambda: tuple(
-            h for h in self._changing if _serves(h, resource)))
+        return [h for h in self._changing if _serves(h, resource)]
 
     def get_spawning_handlers(self, *, resource: references.Resource) -> Sequence[handlers.SpawningHandler]:
-        return self._remembered('spawning', resource, lambda: tuple(
-            _deduplicated(h for h in self._spawning if _serves(h, resource))))
+        return _deduplicated(h for h in self._spawning if _serves(h, resource))
 
     def get_indexing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.IndexingHandler]:
         return _deduplicated(h for h in self._indexing if _serves(h, resource))
@@ -133,12 +113,11 @@ class OperatorRegistry:
 
     def has_state_handlers(self, *, resource: references.Resource) -> bool:
         """Whether the objects need the change-handling cycle (state, finalizers, daemons)."""
-        return bool(self.get_changing_handlers(resource=resource) or self.get_spawning_handlers(resource=resource))
+        return any(_serves(h, resource) for h in [*self._changing, *self._spawning])
 
     def get_extra_fields(self, *, resource: references.Resource) -> Sequence[tuple[str, ...]]:
         """Fields that the diff-base keeps although they are usually dropped (e.g. status.x)."""
-        return self._remembered('extra_fields', resource, lambda: tuple(
-            h.field for h in self._changing if h.field and _serves(h, resource)))
+        return [h.field for h in self._changing if h.field and _serves(h, resource)]
 
 
 def _serves(handler: handlers.ResourceHandler, resource: references.Resource) -> bool:
