@@ -1,7 +1,8 @@
 """
 The benchmarks' command line; run it from the repository root in the ``bench`` environment::
 
-    hatch run bench:run --objects 1000 --restart-objects 5000 --idle-seconds 60 --repeats 3
+    hatch run bench:run --objects 1000 --large-objects 5000 --restart-objects 5000 --scale-objects 20000 \
+        --idle-seconds 60 --repeats 3
     hatch run bench:python -m benchmarks smoke        # tiny sizes: checks that everything still runs
     hatch run bench:python -m benchmarks report benchmarks/results/NAME.json   # re-render the table
 """
@@ -19,8 +20,8 @@ from benchmarks.scenarios.session import Settings
 RESULTS_DIR = pathlib.Path('benchmarks/results')
 
 # Small enough to finish in a minute or two, big enough to go through every code path.
-SMOKE = dict(objects=5, restart_objects=5, idle_seconds=2.0, repeats=1, variants='status', baseline_objects=5,
-             quiet=1.5, poll=0.5)
+SMOKE = dict(objects=5, restart_objects=5, large_objects=8, scale_objects=8, idle_seconds=2.0, repeats=1,
+             variants='status', baseline_objects=5, quiet=1.5, poll=0.5)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     options = runner.Options(
         objects=args.objects,
         restart_objects=args.restart_objects,
+        large_objects=args.large_objects,
+        scale_objects=args.scale_objects,
         idle_seconds=args.idle_seconds,
         repeats=args.repeats,
         variants=_choices(args.variants, VARIANTS),
@@ -59,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
 def estimate_minutes(options: runner.Options) -> float:
     """A rough guess from measured rates on a 2-core machine, so that nobody starts a 3-hour run unawares."""
     frameworks = sum(side != 'bare' for side in options.sides)
+    bursts = options.objects + options.large_objects
+    starts = options.restart_objects + options.scale_objects
     per_variant = (
         # the second term: the burst again with each framework's default posting, in a session of its own
-        frameworks * (options.objects * 0.05 + options.restart_objects * 0.04 + options.idle_seconds + 40)
+        frameworks * (bursts * 0.05 + starts * 0.04 + options.idle_seconds + 60)
         + frameworks * (options.objects * 0.05 + 20)
-        + (len(options.sides) - frameworks) * (options.objects * 0.01 + options.restart_objects * 0.01
-                                               + options.idle_seconds + 20)
+        + (len(options.sides) - frameworks) * (bursts * 0.02 + starts * 0.02 + options.idle_seconds + 30)
     )
     return per_variant * len(options.variants) * options.repeats / 60 + 0.5
 
@@ -80,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument('--objects', type=int, default=default.objects, help='objects in the burst')
         command.add_argument('--restart-objects', type=int, default=default.restart_objects,
                              help='objects handled before the restart (and watched while idle)')
+        command.add_argument('--large-objects', type=int, default=default.large_objects,
+                             help='objects in the second, larger burst (burst-large; 0: not run)')
+        command.add_argument('--scale-objects', type=int, default=default.scale_objects,
+                             help='objects handled before the start of the scale scenario (0: not run)')
         command.add_argument('--idle-seconds', type=float, default=default.idle_seconds)
         command.add_argument('--repeats', type=int, default=default.repeats)
         command.add_argument('--variants', default=','.join(default.variants),

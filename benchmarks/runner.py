@@ -39,6 +39,8 @@ LOG_TAIL_LINES = 40
 class Options:
     objects: int = 1000
     restart_objects: int = 5000
+    large_objects: int = 5000  # the second burst, for the latency at scale (0: not run)
+    scale_objects: int = 20000  # the objects watched at a start, for the memory and the listing (0: not run)
     idle_seconds: float = 60.0
     repeats: int = 3
     variants: tuple[str, ...] = ('status', 'plain')
@@ -99,7 +101,7 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
                                                      options.baseline_objects, options.settings)
         for repeat in range(options.repeats):
             turns = sides[repeat % len(sides):] + sides[:repeat % len(sides)] if sides else []
-            for kind in ('churn', 'restart', 'defaults'):
+            for kind in _kinds(options):
                 for variant_name in options.variants:
                     for side in turns:
                         if kind == 'defaults' and not side.is_framework:
@@ -129,6 +131,10 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
     elif kind == 'restart':
         steps = [('restart', lambda: _prepared_then(session, options.restart_objects)),
                  ('idle', lambda: idle(session, options.idle_seconds))]
+    elif kind == 'large':
+        steps = [('burst-large', lambda: _started_then(session, burst(session, options.large_objects)))]
+    elif kind == 'scale':
+        steps = [('scale', lambda: _prepared_then(session, options.scale_objects))]
     else:  # the same burst again, with each framework's own default of posting its log messages
         steps = [('burst-defaults', lambda: _started_then(session, burst(session, options.objects)))]
     records: list[Record] = []
@@ -154,6 +160,16 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
             records.append({'scenario': steps[0][0], 'variant': variant.name, 'side': side.name, 'repeat': repeat,
                             'ok': False, 'error': _describe_error(e)})
     return records
+
+
+def _kinds(options: Options) -> list[str]:
+    """The sessions of one repeat, in order; the bigger sizes last, and only when asked for."""
+    kinds = ['churn', 'restart', 'defaults']
+    if options.large_objects:
+        kinds.append('large')
+    if options.scale_objects:
+        kinds.append('scale')
+    return kinds
 
 
 async def _started_then(session: Session, scenario: Awaitable[Figures]) -> Figures:

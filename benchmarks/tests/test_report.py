@@ -78,6 +78,8 @@ def test_the_burst_wall_time_target_is_near_the_bound(ours: float, bound: float,
     pytest.param('burst-latency', 'burst', 'create_latency_p99_ms', id='latency-p99'),
     pytest.param('restart-first-handling', 'restart', 'initial_wall_s', id='first-handling'),
     pytest.param('restart-rss', 'restart', 'peak_rss_mib', id='rss'),
+    pytest.param('burst-large-latency', 'burst-large', 'create_latency_p99_ms', id='large-latency-p99'),
+    pytest.param('scale-rss', 'scale', 'peak_rss_mib', id='scale-rss'),
 ])
 @pytest.mark.parametrize('ours, met', [pytest.param(5.0, True, id='half'), pytest.param(5.1, False, id='more')])
 def test_the_half_of_upstream_targets(key: str, scenario: str, figure: str, ours: float, met: bool) -> None:
@@ -121,6 +123,19 @@ def test_request_totals_are_derived_without_watches_and_events() -> None:
     data['options']['objects'] = 2
     data['runs'] = [run('ours', 'burst', requests=requests, requests_per_object=8.5)]
     assert collect(data, 'burst', 'status', 'ours', 'requests_per_object') == [3.0]
+
+
+def test_the_large_burst_counts_requests_per_object_by_its_own_size() -> None:
+    data = results(run('ours', 'burst-large', requests={'PATCH benchmarkeds': 40}))
+    data['options'].update(objects=2, large_objects=10)
+    assert collect(data, 'burst-large', 'status', 'ours', 'requests_per_object') == [4.0]
+
+
+def test_the_sizes_of_the_larger_scenarios_are_stated() -> None:
+    data = results()
+    data['options'].update(large_objects=5000, scale_objects=20000)
+    assert 'burst-large 5000, scale 20000 objects' in render_markdown(data)
+    assert 'burst-large —, scale — objects' in render_markdown(results())  # results from before them
 
 
 def test_the_control_planes_watches_have_no_rows() -> None:
