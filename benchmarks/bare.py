@@ -21,6 +21,9 @@ import signal
 from benchmarks.kubeapi import JsonDict, KubeApi
 
 FINALIZER = 'bench.kopf.dev/bare'
+# The most requests in flight: enough to saturate the API server of a small machine, but not one
+# connection (a file descriptor) per object when thousands of them are listed at the start.
+CONNECTIONS = 500
 
 
 class BareController:
@@ -35,8 +38,22 @@ class BareController:
         # One worker per object at a time; newer versions of the object wait as the latest one only.
         self._pending: dict[str, JsonDict] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        # The bound makes no retries: a failed reconciliation fails the whole run, loudly,
+        # instead of leaving its object unhandled while the harness waits for it.
+        self._failure: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def run(self) -> None:
+        """Reconcile until cancelled, or until a reconciliation fails (with its error)."""
+        watching = asyncio.create_task(self._watch())
+        try:
+            await asyncio.wait([watching, self._failure], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watching.cancel()
+        if self._failure.done():
+            await self._failure
+        await watching
+
+    async def _watch(self) -> None:
         items, resource_version = await self.api.list(self.plural, self.namespace)
         for item in items:
             self._enqueue(item)
@@ -57,6 +74,9 @@ class BareController:
         try:
             while name in self._pending:
                 await self._reconcile(self._pending.pop(name))
+        except Exception as e:
+            if not self._failure.done():
+                self._failure.set_exception(e)
         finally:
             del self._tasks[name]
 
@@ -89,7 +109,8 @@ class BareController:
 
 
 async def main(namespace: str) -> None:
-    api = KubeApi(os.environ['BENCH_SERVER'], token=os.environ['BENCH_TOKEN'], ca_path=os.environ['BENCH_CA'])
+    api = KubeApi(os.environ['BENCH_SERVER'], token=os.environ['BENCH_TOKEN'], ca_path=os.environ['BENCH_CA'],
+                  connections=CONNECTIONS)
     controller = BareController(api, plural=os.environ['KOPF_BENCH_PLURAL'], namespace=namespace,
                                 status_subresource=os.environ.get('BENCH_STATUS_SUBRESOURCE') == '1')
     task = asyncio.create_task(controller.run())

@@ -33,8 +33,9 @@ class ApiError(Exception):
 class KubeApi:
     """An aiohttp session bound to one API server and a bearer token; every request is tallied."""
 
-    def __init__(self, server: str, *, token: str, ca_path: str) -> None:
+    def __init__(self, server: str, *, token: str, ca_path: str, connections: int = 0) -> None:
         self.server = server.rstrip('/')
+        self.connections = connections  # the most requests in flight (0: no limit)
         self.tally: Tally = collections.Counter()
         self._headers = {'Authorization': f'Bearer {token}'}
         self._ssl = ssl.create_default_context(cafile=ca_path)
@@ -49,7 +50,7 @@ class KubeApi:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=0)
+            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self.connections)
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
             self._session = aiohttp.ClientSession(connector=connector, headers=self._headers, timeout=timeout)
         return self._session
