@@ -17,6 +17,7 @@ Results = Mapping[str, Any]
 ROWS: tuple[tuple[str, str, str], ...] = (
     ('burst', 'wall_s', 'wall time, create+update+delete (s)'),
     ('burst', 'create_wall_s', 'wall time, create (s)'),
+    ('burst', 'create_action_s', "of which the harness's creation requests, until all answered (s)"),
     ('burst', 'update_wall_s', 'wall time, update (s)'),
     ('burst', 'delete_wall_s', 'wall time, delete (s)'),
     ('burst', 'cpu_s', 'CPU, all phases (s)'),
@@ -47,6 +48,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ('idle', 'peak_rss_mib', 'peak RSS (MiB)'),
     ('burst-large', 'wall_s', 'wall time, create+update+delete (s)'),
     ('burst-large', 'create_wall_s', 'wall time, create (s)'),
+    ('burst-large', 'create_action_s', "of which the harness's creation requests, until all answered (s)"),
     ('burst-large', 'cpu_per_object_ms', 'CPU per object (ms)'),
     ('burst-large', 'server_cpu_per_object_ms', 'API server + etcd CPU per object, all phases (ms)'),
     ('burst-large', 'requests_per_object', 'requests per object (no events)'),

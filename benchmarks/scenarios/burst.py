@@ -33,7 +33,7 @@ async def burst(session: Session, objects: int) -> Figures:
     cpu_s = sum(phase['cpu_s'] for phase in phases.values())
     server_cpu_s = sum(phase['server_cpu_s'] for phase in phases.values())
     figures: Figures = {f'{name}_{key}': phase[key] for name, phase in phases.items()
-                        for key in ('wall_s', 'until_idle_s', 'cpu_s')}
+                        for key in ('wall_s', 'action_s', 'until_idle_s', 'cpu_s')}
     figures.update({
         'wall_s': sum(phase['wall_s'] for phase in phases.values()),
         'cpu_s': cpu_s,
