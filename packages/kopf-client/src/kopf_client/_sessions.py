@@ -118,19 +118,19 @@ class SessionPool:
 
     async def retire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> None:
         """Stop using the session of these (invalid) credentials; close it when unused."""
-        entry = self._current.get(key)
-        if entry is not None and entry.info == info:
+        lease = self._current.get(key)
+        if lease is not None and lease.info == info:
             await self._retire(key)
 
     async def close(self) -> None:
         """Close all sessions, including those in use: the client is being closed."""
         self._closed = True
-        entries = [*self._current.values(), *self._retired]
+        leases = [*self._current.values(), *self._retired]
         self._current.clear()
         self._retired.clear()
-        for entry in entries:
-            await entry.session.close()
-        if entries:
+        for lease in leases:
+            await lease.session.close()
+        if leases:
             # TLS transports finish closing in the next iterations of the loop; without this
             # pause, a loop closed right after the client leaves them unclosed (ResourceWarning).
             await asyncio.sleep(TLS_CLOSING_GRACE)
@@ -151,8 +151,8 @@ class SessionPool:
         return lease
 
     async def _retire(self, key: clients.VaultKey) -> None:
-        entry = self._current.pop(key)
-        if entry.users > 0:
-            self._retired.add(entry)
+        lease = self._current.pop(key)
+        if lease.users > 0:
+            self._retired.add(lease)
         else:
-            await entry.session.close()
+            await lease.session.close()
