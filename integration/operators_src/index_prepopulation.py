@@ -1,7 +1,7 @@
 """
 An index over all objects, and a handler that reports how complete it is when it first runs.
 
-The batching's worker limit is 1, so that a framework that indexes in the
+The queueing's worker limit is 1, so that a framework that indexes in the
 workers (and blocks them until the index is complete) would deadlock here.
 """
 import logging
@@ -15,7 +15,7 @@ _reported = False
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    settings.batching.worker_limit = 1
+    settings.queueing.worker_limit = 1
 
 
 @kopf.index('kopfexamples')

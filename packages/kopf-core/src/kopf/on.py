@@ -52,7 +52,7 @@ TimerDecorator = Decorator
 IndexingDecorator = Decorator
 WebhookDecorator = Decorator
 
-SelectorArg = Union[None, str, references.EverythingMarker]
+SelectorArg = Union[None, str, references.EverythingMarker, references.SelectorFn]
 
 
 # The option bundles: each option is declared here once, with its type.

@@ -185,7 +185,7 @@ def _quick_settings() -> kopf.OperatorSettings:
     in a test, there are few events, and waiting for them is most of its time.
     """
     settings = kopf.OperatorSettings()
-    settings.batching.batch_window = 0.01
+    settings.queueing.batch_window = 0.01
     return settings
 
 

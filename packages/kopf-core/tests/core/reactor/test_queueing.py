@@ -129,7 +129,7 @@ async def test_unexpected_errors_are_throttled_and_logged(caplog: pytest.LogCapt
         return CycleResult()
 
     settings = OperatorSettings()
-    settings.batching.error_delays = [5, 7]
+    settings.queueing.error_delays = [5, 7]
     processor = FakeProcessor(answer)
     await run_watcher(stream(event('a', 1)), processor, until=100, settings=settings)
     assert [round(time, 1) for time, _, _ in processor.calls] == [0.1, 5.1, 12.1]

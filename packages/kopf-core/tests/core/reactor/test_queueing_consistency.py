@@ -51,7 +51,7 @@ async def run(settings: OperatorSettings, script: List[Tuple[float, typedefs.Raw
 @pytest.fixture()
 def settings() -> OperatorSettings:
     settings = OperatorSettings()
-    settings.batching.batch_window = 0.1
+    settings.queueing.batch_window = 0.1
     return settings
 
 

@@ -1,5 +1,5 @@
 """
-``settings.batching``: how long the per-object workers linger, wait at exit, and throttle errors.
+``settings.queueing``: how long the per-object workers linger, wait at exit, and throttle errors.
 
 The watch-stream is scripted on fake loop time (looptime); the loop time of
 every processing and of the watcher's return shows the settings' effect.
@@ -25,7 +25,7 @@ async def one_event() -> AsyncIterator[typedefs.RawEvent]:
 @pytest.fixture()
 def settings() -> OperatorSettings:
     settings = OperatorSettings()
-    settings.batching.batch_window = 0.1
+    settings.queueing.batch_window = 0.1
     settings.persistence.consistency_timeout = 0  # our own patch is not awaited: only idling
     return settings
 
@@ -41,8 +41,8 @@ async def patching_processor(_: typedefs.RawEvent) -> CycleResult:
 ])
 async def test_workers_linger_for_the_idle_timeout_within_the_exit_timeout(
         settings: OperatorSettings, idle_timeout: float, exit_timeout: float, expected: float) -> None:
-    settings.batching.idle_timeout = idle_timeout
-    settings.batching.exit_timeout = exit_timeout
+    settings.queueing.idle_timeout = idle_timeout
+    settings.queueing.exit_timeout = exit_timeout
     loop = asyncio.get_running_loop()
     start = loop.time()
     await queueing.watcher(events=one_event(), processor=patching_processor, settings=settings)
@@ -56,8 +56,8 @@ async def test_workers_linger_for_the_idle_timeout_within_the_exit_timeout(
 ])
 async def test_unexpected_errors_are_throttled_with_the_error_delays(
         settings: OperatorSettings, error_delays: List[float], expected: List[float]) -> None:
-    settings.batching.error_delays = error_delays
-    settings.batching.exit_timeout = 100
+    settings.queueing.error_delays = error_delays
+    settings.queueing.exit_timeout = 100
     loop = asyncio.get_running_loop()
     start = loop.time()
     calls: List[float] = []
@@ -80,8 +80,8 @@ async def test_unexpected_errors_are_throttled_with_the_error_delays(
 async def test_workers_idle_from_their_last_cycle_when_the_patched_version_never_comes(
         settings: OperatorSettings) -> None:
     settings.persistence.consistency_timeout = 5
-    settings.batching.idle_timeout = 5
-    settings.batching.exit_timeout = 100
+    settings.queueing.idle_timeout = 5
+    settings.queueing.exit_timeout = 100
     loop = asyncio.get_running_loop()
     start = loop.time()
     await queueing.watcher(events=one_event(), processor=patching_processor, settings=settings)

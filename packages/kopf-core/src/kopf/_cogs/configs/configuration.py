@@ -10,7 +10,10 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Iterable, Optional, Union
+import warnings
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
+
+from kopf._cogs.configs.selectormaps import SelectorMapping
 
 if TYPE_CHECKING:
     from kopf._cogs.configs import diffbase, progress
@@ -20,6 +23,10 @@ _FIBONACCI_DELAYS = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
 
 # Roughly a minute of retries of networking errors and 5xx before escalating.
 _NETWORKING_BACKOFFS = (1, 1, 2, 3, 5, 8, 13, 21)
+
+# Explicit k8s-events are worth a minute of retries; the logged ones only ~10 seconds.
+_POSTING_DEFAULT_BACKOFFS = (1, 1, 2, 3, 5, 8, 13, 21)
+_POSTING_LOGGING_BACKOFFS = (1, 1, 2, 3, 5)
 
 
 @dataclasses.dataclass
@@ -42,9 +49,6 @@ class PostingSettings:
     enabled: bool = True
     """Whether to post k8s-events at all (also for ``kopf.info()`` and alike)."""
 
-    level: int = logging.INFO
-    """The minimal level of the log messages posted as k8s-events."""
-
     loggers: bool = False
     """
     Whether the per-object log messages (``logger`` in handlers, and the framework's
@@ -55,6 +59,27 @@ class PostingSettings:
     create→update→delete costs no event requests instead of one per message.
     With ``True``, ``enabled`` and ``level`` apply to the log messages too.
     """
+
+    level: int = logging.INFO
+    """The minimal level of the log messages posted as k8s-events."""
+
+    default_backoffs: Union[float, Iterable[float]] = _POSTING_DEFAULT_BACKOFFS
+    """
+    The pauses between retries of a failed post of an explicit ``kopf.event()``,
+    ``kopf.info()``, ``kopf.warn()`` or ``kopf.exception()`` without ``backoffs=``;
+    after the last one, the k8s-event is logged and dropped. A single number
+    means one retry; an empty sequence means no retries. For k8s-events, this
+    replaces ``settings.networking.error_backoffs``.
+    """
+
+    logging_backoffs: Union[float, Iterable[float]] = _POSTING_LOGGING_BACKOFFS
+    """The same as ``default_backoffs``, for the log messages posted as k8s-events."""
+
+    worker_limit: Optional[int] = None
+    """How many objects' k8s-events are posted at the same time (unlimited if ``None``)."""
+
+    idle_timeout: float = 1.0
+    """How long an object's posting worker lingers with no new k8s-events before exiting."""
 
     reporting_component: str = 'kopf'
     """The component that reports the k8s-events (``kubectl describe``'s "From" column)."""
@@ -116,16 +141,37 @@ class WatchingSettings:
     reconnect_backoff: float = 0.1
     """The pause between watch requests: reconnect fast, but never flood the API."""
 
-    inactivity_timeout: Optional[float] = None
+    inactivity_timeout: Optional[float] = 70.0
     """
     How long a watch-stream may stay completely silent before it is considered
     dead and is re-established. With bookmarks requested, a live API server
     sends something at least every minute or so; ``None`` disables the check.
     """
 
+    chunk_size: Optional[int] = None
+    """How many objects to list per request (``limit=``); the whole list at once if ``None``."""
+
+    initial_streaming: bool = False
+    """Whether the existing objects come in the watch-stream (``sendInitialEvents``), not a list."""
+
+    label_selectors: SelectorMapping[str] = dataclasses.field(default_factory=SelectorMapping)
+    """Resources (as in the decorators) to ``labelSelector`` of their lists and watches."""
+
+    field_selectors: SelectorMapping[str] = dataclasses.field(default_factory=SelectorMapping)
+    """Resources (as in the decorators) to ``fieldSelector`` of their lists and watches."""
+
+    shard_selectors: SelectorMapping[str] = dataclasses.field(default_factory=SelectorMapping)
+    """Resources (as in the decorators) to the server-side shard selector (the first that matches)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A plain dict assigned to a selectors' setting works as if it were a SelectorMapping.
+        if name.endswith('_selectors') and not isinstance(value, SelectorMapping):
+            value = SelectorMapping(value)
+        super().__setattr__(name, value)
+
 
 @dataclasses.dataclass
-class BatchingSettings:
+class QueueingSettings:
     """The per-object workers and their queues of events."""
 
     worker_limit: Optional[int] = None
@@ -134,14 +180,18 @@ class BatchingSettings:
     idle_timeout: float = 5.0
     """How long an object's worker lingers with no new events before exiting."""
 
-    batch_window: float = 0.1
-    """How long to wait for more events of the same object before processing the latest."""
-
     exit_timeout: float = 2.0
     """How long to wait for the workers to finish on the operator's exit."""
 
     error_delays: Iterable[float] = _FIBONACCI_DELAYS
     """The throttling delays after unexpected errors of the framework (re-iterable)."""
+
+    batch_window: float = 0.1
+    """
+    How long to wait for more events of the same object before processing the latest.
+
+    Kopf 1.45 dropped this time-based batching; here it still applies (see the migration notes).
+    """
 
 
 @dataclasses.dataclass
@@ -283,10 +333,18 @@ class OperatorSettings:
     posting: PostingSettings = dataclasses.field(default_factory=PostingSettings)
     peering: PeeringSettings = dataclasses.field(default_factory=PeeringSettings)
     watching: WatchingSettings = dataclasses.field(default_factory=WatchingSettings)
-    batching: BatchingSettings = dataclasses.field(default_factory=BatchingSettings)
+    queueing: QueueingSettings = dataclasses.field(default_factory=QueueingSettings)
     scanning: ScanningSettings = dataclasses.field(default_factory=ScanningSettings)
     admission: AdmissionSettings = dataclasses.field(default_factory=AdmissionSettings)
     execution: ExecutionSettings = dataclasses.field(default_factory=ExecutionSettings)
     background: BackgroundSettings = dataclasses.field(default_factory=BackgroundSettings)
     networking: NetworkingSettings = dataclasses.field(default_factory=NetworkingSettings)
     persistence: PersistenceSettings = dataclasses.field(default_factory=PersistenceSettings)
+
+    @property
+    def batching(self) -> QueueingSettings:
+        """The former name of ``queueing``, kept for the operators that still use it."""
+        warnings.warn("Batching settings are now queueing settings. "
+                      "Please rename `settings.batching` -> `settings.queueing`",
+                      DeprecationWarning, stacklevel=2)
+        return self.queueing

@@ -8,6 +8,9 @@ which are what the API client needs to build URLs. The resolution rules mimic
 ``kubectl``: any name (plural, singular, kind, short name) matches, core ``v1``
 wins over same-named resources of other groups, and an ambiguous specific name
 is served by nobody (with a warning) rather than by an arbitrary pick.
+
+A selector can also be a callable that takes a :class:`Resource` and tells
+whether it is served (``@kopf.on.event(lambda r: r.group == 'apps')``).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import enum
 import fnmatch
 import re
 import urllib.parse
-from typing import Collection, FrozenSet, Iterable, Iterator, Mapping, Optional
+from typing import Callable, Collection, FrozenSet, Iterable, Iterator, Mapping, Optional, Union
 
 NamespacePattern = str
 Namespace = Optional[str]  # None means "cluster-wide" (all namespaces) or a cluster-scoped object
@@ -30,6 +33,10 @@ class EverythingMarker(enum.Enum):
 
 
 EVERYTHING = EverythingMarker.EVERYTHING
+
+# What a user may write positionally in decorators and in settings' selector mappings.
+SelectorName = Union[str, EverythingMarker]
+SelectorFn = Callable[['Resource'], bool]
 
 # The API groups that serve the cluster's k8s-events (the same objects in both).
 _EVENT_GROUPS = frozenset({'', 'events.k8s.io'})
@@ -121,9 +128,9 @@ class Selector:
     group and version, either separated or joined with a slash. A single value
     ``'plural.group'`` is split like ``kubectl get deployments.apps`` does.
     """
-    arg1: dataclasses.InitVar[Optional[str | EverythingMarker]]
-    arg2: dataclasses.InitVar[Optional[str | EverythingMarker]]
-    arg3: dataclasses.InitVar[Optional[str | EverythingMarker]]
+    arg1: dataclasses.InitVar[Optional[SelectorName | SelectorFn]]
+    arg2: dataclasses.InitVar[Optional[SelectorName | SelectorFn]]
+    arg3: dataclasses.InitVar[Optional[SelectorName | SelectorFn]]
     group: Optional[str]
     version: Optional[str]
     kind: Optional[str]
@@ -131,13 +138,14 @@ class Selector:
     singular: Optional[str]
     shortcut: Optional[str]
     category: Optional[str]
-    any_name: Optional[str | EverythingMarker]
+    any_name: Optional[SelectorName]
+    fn: Optional[SelectorFn]
 
     def __init__(
             self,
-            arg1: Optional[str | EverythingMarker] = None,
-            arg2: Optional[str | EverythingMarker] = None,
-            arg3: Optional[str | EverythingMarker] = None,
+            arg1: Optional[SelectorName | SelectorFn] = None,
+            arg2: Optional[SelectorName | SelectorFn] = None,
+            arg3: Optional[SelectorName | SelectorFn] = None,
             *,
             group: Optional[str] = None,
             version: Optional[str] = None,
@@ -146,28 +154,35 @@ class Selector:
             singular: Optional[str] = None,
             shortcut: Optional[str] = None,
             category: Optional[str] = None,
-            any_name: Optional[str | EverythingMarker] = None,
+            any_name: Optional[SelectorName] = None,
+            fn: Optional[SelectorFn] = None,
     ) -> None:
-        set_ = object.__setattr__
-        if arg3 is not None:
+        _check_positionals(arg1, arg2, arg3)
+        if callable(arg1):
+            fn = arg1  # the group and version may still narrow it down, as keywords
+        elif callable(arg2) or callable(arg3):
+            raise TypeError("A callable resource selector can only be the only positional value.")
+        elif arg3 is not None:
             group, version, any_name = _parse_three(arg1, arg2, arg3, group, version, any_name)
         elif arg2 is not None:
             group, version, any_name = _parse_two(arg1, arg2, group, version, any_name)
         elif arg1 is not None:
             group, version, any_name = _parse_one(arg1, group, version, any_name)
 
-        names = [kind, plural, singular, shortcut, category, any_name]
+        names = [kind, plural, singular, shortcut, category, any_name, fn]
         if sum(name is not None for name in names) > 1:
             raise TypeError("Ambiguous resource specification: only one of the names can be given: "
-                            "the name positionally, kind=, plural=, singular=, shortcut=, category=.")
+                            "the name positionally, kind=, plural=, singular=, shortcut=, category=, "
+                            "or a callable.")
         if all(name is None for name in names):
             raise TypeError("Unspecific resource with no names: give a resource name positionally "
                             "(e.g. 'kopfexamples', 'kopf.dev/v1', 'kopfexamples'), "
                             "or one of kind=, plural=, singular=, shortcut=, category=, "
-                            "or kopf.EVERYTHING.")
+                            "or kopf.EVERYTHING, or a callable that takes a kopf.Resource.")
+        set_ = object.__setattr__  # the dataclass is frozen
         for attr, val in [('group', group), ('version', version), ('kind', kind),
                           ('plural', plural), ('singular', singular), ('shortcut', shortcut),
-                          ('category', category), ('any_name', any_name)]:
+                          ('category', category), ('any_name', any_name), ('fn', fn)]:
             set_(self, attr, val)
 
     def __repr__(self) -> str:
@@ -190,8 +205,8 @@ class Selector:
             return False
         if self.version is not None and self.version != resource.version:
             return False
-        if self.version is None and not resource.preferred:
-            return False
+        if self.version is None and not resource.preferred and self.fn is None:
+            return False  # a callable sees every version, and decides by resource.version itself
         if self.kind is not None and self.kind != resource.kind:
             return False
         if self.plural is not None and self.plural != resource.plural:
@@ -202,16 +217,16 @@ class Selector:
             return False
         if self.category is not None and self.category not in resource.categories:
             return False
-        if self.any_name is EVERYTHING:
+        if self.any_name is EVERYTHING or self.fn is not None:
             # Core v1 events would cause an "event explosion" when posting our own events;
             # events.k8s.io serves the very same objects under another group, so it goes too.
             if resource.group in _EVENT_GROUPS and resource.plural == 'events':
                 return False
-        elif self.any_name is not None:
+        if self.any_name is not None and self.any_name is not EVERYTHING:
             names = {resource.kind, resource.plural, resource.singular, *resource.shortcuts}
             if self.any_name not in names:
                 return False
-        return True
+        return self.fn is None or bool(self.fn(resource))
 
     def select(self, resources: Collection[Resource]) -> Collection[Resource]:
         """
@@ -237,6 +252,21 @@ class Selector:
         return bool(matched) and not self.select(resources)
 
 
+def _check_positionals(
+        arg1: object,
+        arg2: object,
+        arg3: object,
+) -> None:
+    """Refuse what cannot be a resource specification, before parsing it."""
+    if any(callable(arg) for arg in (arg1, arg2, arg3)) and sum(arg is not None for arg in (arg1, arg2, arg3)) > 1:
+        raise TypeError("A callable resource selector takes no other positional names; "
+                        "narrow it with group= and version=, or check them in the callable.")
+    for arg in (arg1, arg2, arg3):
+        if arg is not None and not callable(arg) and not isinstance(arg, (str, EverythingMarker)):
+            raise TypeError(f"A resource selector must be a string, kopf.EVERYTHING, "
+                            f"or a callable that takes a kopf.Resource (leftmost), got {arg!r}.")
+
+
 def _parse_one(
         arg1: str | EverythingMarker,
         group: Optional[str],
@@ -246,8 +276,12 @@ def _parse_one(
     if isinstance(arg1, EverythingMarker):
         return group, version, arg1
     if '/' in arg1:
-        raise TypeError(f"Resource name is missing after the API specification: {arg1!r}. "
-                        f"Use e.g. ({arg1!r}, 'kopfexamples').")
+        # 'v1/pods', 'kopf.dev/kopfexamples', 'kopf.dev/v1/kopfexamples': the name is last.
+        api, _, name = arg1.rpartition('/')
+        if not api or not name or _is_version(name):
+            raise TypeError(f"Resource name is missing after the API specification: {arg1!r}. "
+                            f"Use e.g. ({arg1!r}, 'kopfexamples').")
+        return _parse_two(api, name, group, version, any_name)
     if '.' in arg1:
         # kubectl-like: plural.group, or plural.version.group, or plural.v1 for the core API.
         name, rest = arg1.split('.', 1)

@@ -33,7 +33,7 @@ async def orchestrator(
     """Start and stop the watch-streams as the insights change, until cancelled."""
     listing = listing if listing is not None else probing.ListingReadiness()
     streams: Dict[StreamKey, asyncio.Task[None]] = {}
-    limiter = asyncio.Semaphore(settings.batching.worker_limit) if settings.batching.worker_limit else None
+    limiter = asyncio.Semaphore(settings.queueing.worker_limit) if settings.queueing.worker_limit else None
     await insights.ready_resources.wait()
     await insights.ready_namespaces.wait()
     try:

@@ -110,7 +110,7 @@ async def watcher(
                     _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
                     name=f'worker for {key}')
     finally:
-        await _stop_workers(streams.values(), timeout=settings.batching.exit_timeout)
+        await _stop_workers(streams.values(), timeout=settings.queueing.exit_timeout)
 
 
 async def _stop_workers(streams: Iterable[_Stream], *, timeout: Optional[float]) -> None:
@@ -184,7 +184,7 @@ async def _worker(
     stream = streams[key]
     # Under load, the requests for the objects that came earlier go first (if the client can order them).
     scheduling.request_priority.set(stream.began)
-    state = _WorkerState(throttler=throttling.ErrorThrottler(settings.batching.error_delays),
+    state = _WorkerState(throttler=throttling.ErrorThrottler(settings.queueing.error_delays),
                          processed_at=asyncio.get_running_loop().time())
     try:
         while True:
@@ -220,7 +220,7 @@ async def _next_event(
     """
     loop = asyncio.get_running_loop()
     while True:
-        timeout = state.delay if state.delay is not None else settings.batching.idle_timeout
+        timeout = state.delay if state.delay is not None else settings.queueing.idle_timeout
         timeout = state.own_patch.limit(timeout, now=loop.time())
         waited_since = loop.time()
         if not await stream.wait(timeout):
@@ -229,7 +229,7 @@ async def _next_event(
                 stale = state.own_patch.give_up()
                 if stale is not None:
                     return stale
-                if state.delay is None and loop.time() - state.processed_at >= settings.batching.idle_timeout:
+                if state.delay is None and loop.time() - state.processed_at >= settings.queueing.idle_timeout:
                     return None  # idle as long as the idle timeout since the last cycle
                 if state.delay is not None:  # the handlers' delay goes on from where it was
                     state.delay = max(0.0, state.delay - (loop.time() - waited_since))
@@ -237,7 +237,7 @@ async def _next_event(
             if state.delay is None or state.latest is None:
                 return None
             return state.latest  # the handlers' delay is over: process the latest known state again
-        await _batch(stream, window=settings.batching.batch_window)
+        await _batch(stream, window=settings.queueing.batch_window)
         event = stream.take()
         if event is not None and not state.own_patch.skips(event, now=loop.time()):
             return event

@@ -4,7 +4,7 @@ Throttling: the delays of an object's processing after unexpected errors.
 An error that is not a handler's own (those are retried by the handlers'
 machinery) may repeat on every event of the object, e.g. a bug in the
 operator's filters or a broken API. Instead of spinning, the object's worker
-waits for the next delay of ``settings.batching.error_delays`` before
+waits for the next delay of ``settings.queueing.error_delays`` before
 processing the latest state again; once the sequence is exhausted, its last
 delay repeats for every further error (as the manual describes: 10, 20, 30,
 30, 30, ...), and the sequence starts from its beginning after a successful cycle.
