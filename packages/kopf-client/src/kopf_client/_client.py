@@ -10,7 +10,7 @@ than for network errors that outlived the retries.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Collection, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Collection, Mapping, Optional, Sequence, Union
 
 import kopf
 from kopf import clients
@@ -70,21 +70,24 @@ class AiohttpClient:
             limit: Optional[int] = None,
             continue_token: Optional[str] = None,
             label_selector: Optional[str] = None,
+            field_selector: Optional[str] = None,
+            shard_selector: Optional[str] = None,
     ) -> clients.ObjectPage:
-        params: Dict[str, str] = {}
+        params = _watching.make_selector_params(label_selector=label_selector, field_selector=field_selector,
+                                                shard_selector=shard_selector)
         if limit is not None:
             params['limit'] = str(limit)
         if continue_token is not None:
             params['continue'] = continue_token
-        if label_selector is not None:
-            params['labelSelector'] = label_selector
         path = resource.get_url(namespace=namespace)
         listing: Mapping[str, Any] = await self._transport.request('GET', path, params=params) or {}
         metadata: Mapping[str, Any] = listing.get('metadata') or {}
+        shard_info: Mapping[str, Any] = metadata.get('shardInfo') or {}
         return clients.ObjectPage(
             items=[_complete_item(item, resource=resource, listing=listing) for item in listing.get('items') or []],
             resource_version=str(metadata.get('resourceVersion') or ''),
             continue_token=metadata.get('continue') or None,
+            shard_selector=shard_info.get('selector') or None,
         )
 
     def watch_objects(
@@ -95,6 +98,10 @@ class AiohttpClient:
             resource_version: Optional[str] = None,
             timeout_seconds: Optional[float] = None,
             allow_bookmarks: bool = True,
+            label_selector: Optional[str] = None,
+            field_selector: Optional[str] = None,
+            shard_selector: Optional[str] = None,
+            send_initial_events: bool = False,
     ) -> AsyncIterator[clients.RawEvent]:
         return _watching.watch_objects(
             self._transport, self._settings, resource,
@@ -102,6 +109,10 @@ class AiohttpClient:
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
             allow_bookmarks=allow_bookmarks,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            shard_selector=shard_selector,
+            send_initial_events=send_initial_events,
         )
 
     async def create_object(

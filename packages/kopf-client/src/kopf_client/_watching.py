@@ -44,13 +44,21 @@ async def watch_objects(
         resource_version: Optional[str] = None,
         timeout_seconds: Optional[float] = None,
         allow_bookmarks: bool = True,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        shard_selector: Optional[str] = None,
+        send_initial_events: bool = False,
 ) -> AsyncIterator[clients.RawEvent]:
     """Stream the events of one watch request (see the module's docstring for how it ends)."""
-    params: Dict[str, str] = {'watch': 'true'}
-    if allow_bookmarks:
+    params = {'watch': 'true', **make_selector_params(label_selector=label_selector, field_selector=field_selector,
+                                                       shard_selector=shard_selector)}
+    if allow_bookmarks or send_initial_events:  # the end of the initial events is a bookmark
         params['allowWatchBookmarks'] = 'true'
     if resource_version is not None:
         params['resourceVersion'] = resource_version
+    if send_initial_events:
+        params['sendInitialEvents'] = 'true'
+        params['resourceVersionMatch'] = 'NotOlderThan'  # required with it: "at least as new as"
     if timeout_seconds is not None:
         params['timeoutSeconds'] = str(int(timeout_seconds))
 
@@ -63,6 +71,23 @@ async def watch_objects(
             if event['type'] == 'ERROR':
                 raise _responses.make_watch_error(event['object'])
             yield event
+
+
+def make_selector_params(
+        *,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        shard_selector: Optional[str] = None,
+) -> Dict[str, str]:
+    """The query parameters of the selectors, the same for lists and watches; empty ones are not sent."""
+    params: Dict[str, str] = {}
+    if label_selector:
+        params['labelSelector'] = label_selector
+    if field_selector:
+        params['fieldSelector'] = field_selector
+    if shard_selector:
+        params['shardSelector'] = shard_selector
+    return params
 
 
 def make_watch_timeout(settings: kopf.OperatorSettings) -> aiohttp.ClientTimeout:

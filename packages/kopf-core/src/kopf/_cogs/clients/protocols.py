@@ -33,6 +33,11 @@ class ObjectPage:
     items: Sequence[typedefs.RawBody]
     resource_version: str  # of the list, to start watching from
     continue_token: Optional[str] = None  # None when this is the last page
+    shard_selector: Optional[str] = None  # as the server applied it (its ``shardInfo``); None if it did not
+
+
+INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
+"""The annotation of the BOOKMARK that ends the initial events of a streaming list."""
 
 
 class ResourceScanner(Protocol):
@@ -71,8 +76,18 @@ class ObjectReader(Protocol):
             limit: Optional[int] = None,
             continue_token: Optional[str] = None,
             label_selector: Optional[str] = None,
+            field_selector: Optional[str] = None,
+            shard_selector: Optional[str] = None,
     ) -> ObjectPage:
-        """Read one page of objects. Raises :class:`APIGoneError` if the token expired."""
+        """
+        Read one page of objects. Raises :class:`APIGoneError` if the token expired.
+
+        ``limit`` is passed as is (0 means no limit, as for the API server).
+        The selectors are the API's ``labelSelector``, ``fieldSelector`` and
+        ``shardSelector``, passed as given (the server refuses the invalid ones);
+        a server that ignores the shard selector returns all objects and no
+        ``shard_selector`` in the page.
+        """
         ...
 
 
@@ -85,9 +100,21 @@ class ObjectWatcher(Protocol):
             resource_version: Optional[str] = None,
             timeout_seconds: Optional[float] = None,
             allow_bookmarks: bool = True,
+            label_selector: Optional[str] = None,
+            field_selector: Optional[str] = None,
+            shard_selector: Optional[str] = None,
+            send_initial_events: bool = False,
     ) -> AsyncIterator[typedefs.RawEvent]:
         """
         Stream the watch-events of one watch request until the server closes it.
+
+        The selectors are as in :meth:`ObjectReader.list_objects`. With
+        ``send_initial_events``, this is a streaming list: the server first sends
+        the objects as ``ADDED`` events and then a ``BOOKMARK`` annotated with
+        :data:`INITIAL_EVENTS_END` (``resource_version`` is then the least
+        version the state must have, or ``None`` for the latest; bookmarks are
+        requested whatever ``allow_bookmarks`` says). A server without streaming
+        lists refuses it with :class:`APIClientError` (400/422).
 
         ``ADDED``, ``MODIFIED``, ``DELETED`` and ``BOOKMARK`` events are yielded
         as they arrive. An ``ERROR`` event ends the stream with the matching
