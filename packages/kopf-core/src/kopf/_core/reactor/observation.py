@@ -237,17 +237,37 @@ async def _follow_namespaces(
         insights: Insights,
         existing: Set[str],
 ) -> None:
-    with watching.announced(NAMESPACES, None):
-        async for event in watching.continuous_watch(client=client, settings=settings,
-                                                     resource=NAMESPACES, namespace=None,
-                                                     retry_forbidden=False):
-            name = event.get('object', {}).get('metadata', {}).get('name')
-            if name is None:
-                continue
-            if event.get('type') == 'DELETED':
-                existing.discard(name)
-            else:
-                existing.add(name)
-            insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
-            if event.get('type') is not None or not insights.ready_namespaces.is_set():
-                insights.ready_namespaces.set()
+    listed = asyncio.Event()
+    readiness = asyncio.create_task(_ready_when_listed(listed, insights, existing, patterns))
+    try:
+        with watching.announced(NAMESPACES, None):
+            async for event in watching.continuous_watch(client=client, settings=settings,
+                                                         resource=NAMESPACES, namespace=None,
+                                                         retry_forbidden=False, on_listed=listed):
+                name = event.get('object', {}).get('metadata', {}).get('name')
+                if name is None:
+                    continue
+                if event.get('type') == 'DELETED':
+                    existing.discard(name)
+                else:
+                    existing.add(name)
+                insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
+                if event.get('type') is not None or not insights.ready_namespaces.is_set():
+                    insights.ready_namespaces.set()
+    finally:
+        readiness.cancel()
+
+
+async def _ready_when_listed(
+        listed: asyncio.Event,
+        insights: Insights,
+        existing: Set[str],
+        patterns: Collection[references.NamespacePattern],
+) -> None:
+    """
+    Be ready once the namespaces are listed, even if none is (e.g. with label selectors
+    on namespaces in ``settings.watching``, none of the namespaces may be visible).
+    """
+    await listed.wait()
+    insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
+    insights.ready_namespaces.set()

@@ -2,32 +2,36 @@
 Watching: a continuous stream of events of one resource in one namespace.
 
 The stream starts with a paginated listing (its objects come as events of
-type ``None``, "the initial listing"), then watches from the listing's
+type ``None``, "the initial listing"; ``settings.watching.chunk_size`` objects
+per page, all at once if ``None``), then watches from the listing's
 resourceVersion, and re-watches from the last seen version when the server
 closes the stream (bookmarks keep that version fresh). When the version is too
 old (``410 Gone``), it re-lists: objects that disappeared meanwhile are
 reported as ``DELETED`` so that no change is lost, and objects that did not
 change are not reported again, so that none is duplicated.
+
+With ``settings.watching.initial_streaming``, the listing is a streaming list
+instead: one watch request whose initial events are the objects, ended by a
+bookmark; an API server that refuses it gets a paginated listing after all.
+The selectors of ``settings.watching`` go with every request (see :mod:`selecting`).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from typing import Any, AsyncIterator, Dict, Iterator, Mapping, NamedTuple, Optional
+from typing import Any, AsyncIterator, Dict, Iterator, Mapping, NamedTuple, Optional, Set
 
 from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
-from kopf._cogs.structs import references
-from kopf._core.reactor import permissions
+from kopf._cogs.structs import references, shards
+from kopf._core.reactor import permissions, selecting
 
 logger = logging.getLogger('kopf.reactor.watching')
-
-LIST_PAGE_SIZE = 500
-
 
 def where(namespace: references.Namespace) -> str:
     return 'cluster-wide' if namespace is None else f'in {namespace!r}'
@@ -59,42 +63,29 @@ async def continuous_watch(
     unless ``retry_forbidden`` is false: then it escalates, for the callers that
     have a fallback for it.
     """
-    known: Dict[str, _Trace] = {}  # uid -> a light trace: to tell changes and deletions on re-listing
-    resource_version: Optional[str] = None
-    first_listing = True
+    query = selecting.make_query(settings, resource)
+    stream = _Stream(query=query, shards=selecting.ShardFilter(query.shard_selector, resource=resource),
+                     streaming=settings.watching.initial_streaming, on_listed=on_listed)
     forbidden = permissions.ForbiddenRetries(resource=resource, namespace=namespace)
     broken = aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
                                meanwhile="reconnecting from the last known version")
     absences = 0  # how many times in a row the resource was not found
     while True:
-        verb = 'list' if resource_version is None else 'watch'
+        verb = 'list' if stream.resource_version is None else 'watch'
         try:
-            if resource_version is None:
-                async for event in _list_as_events(client=client, resource=resource, namespace=namespace,
-                                                   known=known, first=first_listing):
+            if stream.resource_version is None and not stream.streaming:
+                async for event in _list_as_events(client=client, settings=settings, resource=resource,
+                                                   namespace=namespace, stream=stream):
                     forbidden.succeeded(verb)  # at the first page already: the listing may take long
                     broken.over()
-                    if isinstance(event, str):
-                        resource_version = event
-                    else:
-                        yield event
-                first_listing = False
-                absences = 0
-                if on_listed is not None:
-                    on_listed.set()
+                    yield event
                 verb = 'watch'
-            async for raw_event in client.watch_objects(
-                    resource, namespace=namespace, resource_version=resource_version,
-                    timeout_seconds=settings.watching.server_timeout, allow_bookmarks=True):
+            async for event in _watch_as_events(client=client, settings=settings, resource=resource,
+                                                namespace=namespace, stream=stream):
                 forbidden.succeeded(verb)
                 broken.over()
-                new_version = raw_event.get('object', {}).get('metadata', {}).get('resourceVersion')
-                if raw_event.get('type') == 'BOOKMARK':
-                    resource_version = new_version or resource_version
-                    continue
-                _remember(known, raw_event)
-                resource_version = new_version or resource_version
-                yield raw_event
+                absences = 0
+                yield event
             forbidden.succeeded(verb)
             broken.over()
         except apierrors.APIForbiddenError as e:
@@ -104,27 +95,60 @@ async def continuous_watch(
             continue
         except apierrors.APIGoneError:
             logger.debug(f"The resourceVersion of {resource!r} is too old: re-listing.")
-            resource_version = None
+            stream.resource_version = None
         except apierrors.APINotFoundError:
             # The resource is gone (its CRD deleted): the observer stops this stream soon;
             # until then, re-list (the CRD may come back), slower and slower, not hammering the API.
             delay = aioretries.backoff(absences)
             absences += 1
             logger.debug(f"The resource {resource!r} is not found: re-listing in {delay:g}s.")
-            resource_version = None
+            stream.resource_version = None
             await asyncio.sleep(delay)
             continue
         except (asyncio.TimeoutError, apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError) as e:
             # A dead or broken stream: reconnect from the last known version.
             logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
-        except apierrors.APIError:
-            raise  # other refusals of the API are not transient: the orchestrator restarts the stream
+        except apierrors.APIError as e:
+            if not _refuses_streaming(stream, e):
+                raise  # other refusals of the API are not transient: the orchestrator restarts the stream
+            logger.warning(f"The API server refuses streaming lists of {resource!r} ({e}): listing them instead. "
+                           f"Kubernetes 1.34+ streams lists by default (1.27-1.33 with the WatchList "
+                           f"feature gate); or turn settings.watching.initial_streaming off.")
+            stream.streaming = False
+            continue
+        except shards.ShardSelectorError:
+            raise  # the configuration is wrong: no retry will fix it
         except Exception as e:
             # The client's transport failed after its retries (the core does not know its classes,
             # e.g. a disconnect or a cut payload): the stream reconnects, slower and slower.
             await broken.wait(e)
             continue
         await asyncio.sleep(settings.watching.reconnect_backoff)
+
+
+@dataclasses.dataclass
+class _Stream:
+    """The state of one resource's stream across its requests: where to continue, what is known."""
+    query: selecting.Query
+    shards: selecting.ShardFilter
+    streaming: bool  # the initial listing is a streaming list (a watch with the initial events)
+    on_listed: Optional[asyncio.Event]
+    resource_version: Optional[str] = None  # None: (re-)list first
+    first: bool = True  # the objects of the first listing are events of type None ("the initial listing")
+    # uid -> a light trace: to tell changes and deletions on re-listing
+    known: Dict[str, _Trace] = dataclasses.field(default_factory=dict)
+
+    def listed(self, resource_version: str) -> None:
+        self.resource_version = resource_version
+        self.first = False
+        if self.on_listed is not None:
+            self.on_listed.set()
+
+
+def _refuses_streaming(stream: _Stream, error: apierrors.APIError) -> bool:
+    """Whether the error is the API server's refusal of streaming lists (not of the selectors)."""
+    return (stream.streaming and stream.resource_version is None and error.status in (400, 422)
+            and 'sendInitialEvents' in str(error))
 
 
 class _Trace(NamedTuple):
@@ -159,47 +183,125 @@ def _remember(known: Dict[str, _Trace], raw_event: typedefs.RawEvent) -> None:
         known[uid] = _Trace.of(raw)
 
 
+class _Listing:
+    """
+    The objects of one listing turned into events, whether paginated or streamed.
+
+    On re-listing, unchanged objects are skipped and vanished ones become
+    ``DELETED`` events. The known objects are updated as they come, so that a
+    listing that starts over (an expired continue token, a broken streaming
+    list) does not report again what it has reported already.
+    """
+
+    def __init__(self, stream: _Stream) -> None:
+        self.stream = stream
+        self.seen: Set[str] = set()
+
+    def take(self, raw: typedefs.RawBody) -> Optional[typedefs.RawEvent]:
+        if not self.stream.shards.keeps(raw):
+            return None
+        uid = raw.get('metadata', {}).get('uid', '')
+        trace = _Trace.of(raw)
+        previous = self.stream.known.get(uid)
+        self.seen.add(uid)
+        self.stream.known[uid] = trace
+        if previous is not None and previous.resource_version == trace.resource_version:
+            return None
+        event_type = None if self.stream.first else ('MODIFIED' if previous is not None else 'ADDED')
+        return typedefs.RawEvent(type=event_type, object=raw)  # type: ignore[typeddict-item]
+
+    def finish(self) -> Iterator[typedefs.RawEvent]:
+        known = self.stream.known
+        for uid in set(known) - self.seen:
+            yield typedefs.RawEvent(type='DELETED', object=known.pop(uid).as_body(uid))
+
+
 async def _list_as_events(
         *,
         client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
         resource: references.Resource,
         namespace: references.Namespace,
-        known: Dict[str, _Trace],
-        first: bool,
-) -> AsyncIterator[typedefs.RawEvent | str]:
-    """
-    Yield the listed objects page by page as events, then the list's resourceVersion.
-
-    On re-listing, unchanged objects are skipped and vanished ones become
-    ``DELETED`` events. Pages are processed as they come, never accumulated.
-    """
-    seen: Dict[str, _Trace] = {}
+        stream: _Stream,
+) -> AsyncIterator[typedefs.RawEvent]:
+    """Yield the listed objects page by page as events; pages are processed as they come, never accumulated."""
+    listing = _Listing(stream)
+    query = stream.query
     continue_token: Optional[str] = None
-    resource_version = ''
     while True:
         try:
-            page = await client.list_objects(resource, namespace=namespace, limit=LIST_PAGE_SIZE,
-                                             continue_token=continue_token)
+            page = await client.list_objects(resource, namespace=namespace, limit=settings.watching.chunk_size,
+                                             continue_token=continue_token,
+                                             label_selector=query.label_selector,
+                                             field_selector=query.field_selector,
+                                             shard_selector=query.shard_selector)
         except apierrors.APIGoneError:
             # The continue token expired between pages: start the listing over.
             continue_token = None
-            seen.clear()
+            listing.seen.clear()
             continue
+        stream.shards.confirm(page.shard_selector)
         for raw in page.items:
-            uid = raw.get('metadata', {}).get('uid', '')
-            trace = seen[uid] = _Trace.of(raw)
-            previous = known.get(uid)
-            if not first and previous is not None and previous.resource_version == trace.resource_version:
-                continue
-            event_type = None if first else ('MODIFIED' if uid in known else 'ADDED')
-            yield typedefs.RawEvent(type=event_type, object=raw)  # type: ignore[typeddict-item]
-        resource_version = page.resource_version
+            event = listing.take(raw)
+            if event is not None:
+                yield event
         continue_token = page.continue_token
         if not continue_token:
             break
-    if not first:
-        for uid in set(known) - set(seen):
-            yield typedefs.RawEvent(type='DELETED', object=known[uid].as_body(uid))
-    known.clear()
-    known.update(seen)
-    yield resource_version
+    for event in listing.finish():
+        yield event
+    stream.listed(page.resource_version)
+
+
+async def _watch_as_events(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        resource: references.Resource,
+        namespace: references.Namespace,
+        stream: _Stream,
+) -> AsyncIterator[typedefs.RawEvent]:
+    """
+    Yield the events of one watch request, from the stream's resourceVersion.
+
+    Without a resourceVersion, it is a streaming list: the initial ``ADDED``
+    events are the listing's objects (of type ``None`` on the first listing, as
+    Kopf does), until the bookmark that ends them; the stream then goes on as
+    a watch. If it breaks before that bookmark, the streaming list starts over.
+    """
+    query = stream.query
+    listing = _Listing(stream) if stream.resource_version is None else None
+    if listing is not None:
+        stream.shards.unconfirm()
+    async for raw_event in client.watch_objects(
+            resource, namespace=namespace, resource_version=stream.resource_version,
+            timeout_seconds=settings.watching.server_timeout, allow_bookmarks=True,
+            label_selector=query.label_selector, field_selector=query.field_selector,
+            shard_selector=query.shard_selector, send_initial_events=listing is not None):
+        raw = raw_event.get('object', {})
+        new_version = raw.get('metadata', {}).get('resourceVersion')
+        if listing is not None:
+            if raw_event.get('type') == 'BOOKMARK':
+                if not _ends_initial_events(raw):
+                    logger.debug(f"The initial events of {resource!r} end with a bookmark without "
+                                 f"{protocols.INITIAL_EVENTS_END!r}: the server did not stream the list.")
+                for deleted in listing.finish():
+                    yield deleted
+                stream.listed(new_version or '')
+                listing = None
+            elif (initial := listing.take(raw)) is not None:
+                yield initial
+            continue
+        if raw_event.get('type') == 'BOOKMARK':
+            stream.resource_version = new_version or stream.resource_version
+            continue
+        stream.resource_version = new_version or stream.resource_version
+        if not stream.shards.keeps(raw):
+            continue
+        _remember(stream.known, raw_event)
+        yield raw_event
+
+
+def _ends_initial_events(raw: Mapping[str, Any]) -> bool:
+    annotations = raw.get('metadata', {}).get('annotations') or {}
+    return str(annotations.get(protocols.INITIAL_EVENTS_END, '')).lower() == 'true'
