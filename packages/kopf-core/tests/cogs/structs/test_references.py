@@ -3,7 +3,7 @@ Resources, selectors, and namespace patterns: as the manual's "Resource specific
 
 The resources are built by hand as the discovery would produce them; nothing is mocked.
 """
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import pytest
 
@@ -151,7 +151,8 @@ def test_everything_marker_as_the_rightmost_value(args: Any, group: Optional[str
 
 @pytest.mark.parametrize('kwarg', ['kind', 'plural', 'singular', 'shortcut', 'category'])
 def test_specific_name_kwargs_are_remembered_as_such(kwarg: str) -> None:
-    selector = Selector(**{kwarg: 'x'})
+    kwargs: Dict[str, Any] = {kwarg: 'x'}
+    selector = Selector(**kwargs)
     assert getattr(selector, kwarg) == 'x'
     assert selector.any_name is None
 

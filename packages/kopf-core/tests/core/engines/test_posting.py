@@ -376,7 +376,8 @@ def test_events_resource_is_the_core_v1_events() -> None:
 
 
 @pytest.mark.parametrize('failure, expected_text', [
-    pytest.param(APIForbiddenError({'message': 'forbidden'}, status=403), 'Status: 403', id='api-error'),
+    pytest.param(APIForbiddenError({'message': 'forbidden', 'code': 403}, status=403),
+                 'Code: 403. Message: forbidden.', id='api-error'),
     pytest.param(ConnectionError('refused'), "ConnectionError('refused')", id='other-error'),
 ])
 async def test_poster_logs_failures_and_continues(
@@ -384,6 +385,7 @@ async def test_poster_logs_failures_and_continues(
         caplog: pytest.LogCaptureFixture, failure: Exception, expected_text: str,
 ) -> None:
     client = RecordingClient(failures=[failure])
+    settings.posting.default_backoffs = ()  # no retries: the first failure is final
     posting.info(POD, reason='First')
     posting.info(POD, reason='Second')
     with caplog.at_level(logging.WARNING):

@@ -159,6 +159,8 @@ class Selector:
     ) -> None:
         _check_positionals(arg1, arg2, arg3)
         if callable(arg1):
+            if fn is not None:
+                raise TypeError("The callable resource selector is given twice: positionally and as fn=.")
             fn = arg1  # the group and version may still narrow it down, as keywords
         elif callable(arg2) or callable(arg3):
             raise TypeError("A callable resource selector can only be the only positional value.")

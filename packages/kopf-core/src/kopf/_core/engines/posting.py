@@ -1,11 +1,17 @@
 """
 Posting of k8s-events: the explicit ones and those from the per-object logs.
 
-Kubernetes events (as seen in ``kubectl describe``) are created by a single
-background task, the :func:`poster`, from a queue. Everything else only puts
-the events into the queue and never waits for the API: logging must not block,
-and the handlers (sync ones in threads included) must not slow down because of
-the events, which are a secondary, best-effort channel.
+Kubernetes events (as seen in ``kubectl describe``) are created in the background
+from a queue: the :func:`poster` routes them to per-object workers, which post
+each object's events in order, retrying the failed posts with their back-offs
+(``settings.posting.default_backoffs`` for the explicit ones unless the call
+gives ``backoffs=``, ``settings.posting.logging_backoffs`` for the log messages).
+So a retrying object never delays the events of others, unless all the workers
+allowed (``settings.posting.worker_limit``) are busy. An idle worker exits after
+``settings.posting.idle_timeout``. Everything else only puts the events into the
+queue and never waits for the API: logging must not block, and the handlers (sync
+ones in threads included) must not slow down because of the events, which are
+a secondary, best-effort channel.
 
 The queue, its loop, and the operator's settings are in context variables,
 set by the operator when it starts: this way, several operators in one process
@@ -24,12 +30,13 @@ import dataclasses
 import datetime
 import logging
 import sys
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Hashable, Iterable, Mapping, Optional, Set, Union
 
 from kopf._cogs.clients import errors, protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
 from kopf._core.actions import loggers
+from kopf._core.engines import retrying
 
 # Posting is best-effort: under a flood of events, the newest ones are dropped
 # rather than letting the queue (and the memory) grow without a bound.
@@ -57,6 +64,7 @@ class K8sEvent:
     reason: str
     message: str
     timestamp: datetime.datetime
+    backoffs: retrying.Backoffs = ()
 
 
 def bind(
@@ -98,6 +106,7 @@ def enqueue(
         type: str,
         reason: str,
         message: str,
+        backoffs: retrying.Backoffs = (),
 ) -> None:
     """
     Queue a k8s-event for posting, from any thread; never block, never fail.
@@ -120,6 +129,7 @@ def enqueue(
         reason=reason,
         message=truncate_message(message),
         timestamp=datetime.datetime.now(datetime.timezone.utc),
+        backoffs=backoffs,
     )
 
     try:
@@ -142,6 +152,16 @@ def _put_nowait(queue: asyncio.Queue[K8sEvent], event: K8sEvent) -> None:
         queue.put_nowait(event)
     except asyncio.QueueFull:
         logger.debug(f"Too many k8s-events are queued; dropping one: {event.reason}: {event.message}")
+
+
+def _effective_backoffs(backoffs: Optional[retrying.Backoffs]) -> retrying.Backoffs:
+    """The call's own back-offs, or the settings' default ones at the moment of the call."""
+    if backoffs is not None:
+        return backoffs
+    try:
+        return settings_var.get().posting.default_backoffs
+    except LookupError:
+        return ()  # no operator, so nothing is posted anyway
 
 
 def _is_posting_allowed(level: Optional[int]) -> bool:
@@ -170,11 +190,13 @@ def _post(
         reason: str,
         message: str,
         level: Optional[int],
+        backoffs: Optional[retrying.Backoffs],
 ) -> None:
     if not _is_posting_allowed(level):
         return
+    effective = _effective_backoffs(backoffs)
     for obj in _iter_bodies(objs):
-        enqueue(ref=loggers.build_object_ref(obj), type=type, reason=reason, message=message)
+        enqueue(ref=loggers.build_object_ref(obj), type=type, reason=reason, message=message, backoffs=effective)
 
 
 def event(
@@ -183,9 +205,15 @@ def event(
         type: str,
         reason: str,
         message: str = '',
+        backoffs: Optional[retrying.Backoffs] = None,
 ) -> None:
-    """Post a k8s-event of an arbitrary type to one or several objects."""
-    _post(objs, type=type, reason=reason, message=message, level=None)
+    """
+    Post a k8s-event of an arbitrary type to one or several objects.
+
+    A failed post is retried after each of the ``backoffs`` (seconds; by default,
+    ``settings.posting.default_backoffs``), then logged and dropped.
+    """
+    _post(objs, type=type, reason=reason, message=message, level=None, backoffs=backoffs)
 
 
 def info(
@@ -193,9 +221,10 @@ def info(
         *,
         reason: str,
         message: str = '',
+        backoffs: Optional[retrying.Backoffs] = None,
 ) -> None:
-    """Post a ``Normal`` k8s-event (if the posting level is ``INFO`` or lower)."""
-    _post(objs, type='Normal', reason=reason, message=message, level=logging.INFO)
+    """Post a ``Normal`` k8s-event (if the posting level is ``INFO`` or lower); see :func:`event`."""
+    _post(objs, type='Normal', reason=reason, message=message, level=logging.INFO, backoffs=backoffs)
 
 
 def warn(
@@ -203,9 +232,10 @@ def warn(
         *,
         reason: str,
         message: str = '',
+        backoffs: Optional[retrying.Backoffs] = None,
 ) -> None:
-    """Post a ``Warning`` k8s-event (if the posting level is ``WARNING`` or lower)."""
-    _post(objs, type='Warning', reason=reason, message=message, level=logging.WARNING)
+    """Post a ``Warning`` k8s-event (if the posting level is ``WARNING`` or lower); see :func:`event`."""
+    _post(objs, type='Warning', reason=reason, message=message, level=logging.WARNING, backoffs=backoffs)
 
 
 def exception(
@@ -214,18 +244,19 @@ def exception(
         reason: str = '',
         message: str = '',
         exc: Optional[BaseException] = None,
+        backoffs: Optional[retrying.Backoffs] = None,
 ) -> None:
     """
     Post an ``Error`` k8s-event about an exception (the current one by default).
 
     The exception's text is appended to the message; its class names the reason,
-    unless the reason is given.
+    unless the reason is given. Failed posts are retried as in :func:`event`.
     """
     if exc is None:
         exc = sys.exc_info()[1]
     reason = reason or (type(exc).__name__ if exc is not None else '')
     message = ' '.join(text for text in [message, str(exc) if exc is not None else ''] if text)
-    _post(objs, type='Error', reason=reason, message=message, level=logging.ERROR)
+    _post(objs, type='Error', reason=reason, message=message, level=logging.ERROR, backoffs=backoffs)
 
 
 class K8sPoster(logging.Handler):
@@ -253,9 +284,11 @@ class K8sPoster(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             ref = loggers.get_object_ref(record)
-            if ref is not None:
+            settings = getattr(record, 'settings', None)
+            if ref is not None and isinstance(settings, configuration.OperatorSettings):
                 type_ = 'Normal' if record.levelno < logging.WARNING else 'Warning'
-                enqueue(ref=ref, type=type_, reason='Logging', message=record.getMessage())
+                enqueue(ref=ref, type=type_, reason='Logging', message=record.getMessage(),
+                        backoffs=settings.posting.logging_backoffs)
         except Exception:
             self.handleError(record)
 
@@ -301,6 +334,42 @@ def _get_event_namespace(ref: Mapping[str, Any]) -> str:
     return str(namespace) if namespace else 'default'
 
 
+class _WorkerSlots:
+    """
+    The slots of the posting workers: at most ``settings.posting.worker_limit`` at once.
+
+    The limit is read whenever a worker is about to start, so that it can be set
+    at any time (usually in the startup handlers, after the poster has started).
+    """
+
+    def __init__(self, settings: configuration.OperatorSettings) -> None:
+        self._settings = settings
+        self._busy = 0
+        self._freed = asyncio.Condition()
+
+    def _is_full(self) -> bool:
+        limit = self._settings.posting.worker_limit
+        return limit is not None and self._busy >= limit
+
+    async def acquire(self) -> None:
+        async with self._freed:
+            await self._freed.wait_for(lambda: not self._is_full())
+            self._busy += 1
+
+    async def release(self) -> None:
+        async with self._freed:
+            self._busy -= 1
+            self._freed.notify_all()
+
+
+def _object_key(ref: Mapping[str, Any]) -> Hashable:
+    """The object's identity for ordering its events: the uid, or the names if there is no uid."""
+    uid = ref.get('uid')
+    if uid:
+        return str(uid)
+    return (ref.get('apiVersion'), ref.get('kind'), ref.get('namespace'), ref.get('name'))
+
+
 async def poster(
         *,
         event_queue: asyncio.Queue[K8sEvent],
@@ -308,18 +377,66 @@ async def poster(
         settings: configuration.OperatorSettings,
 ) -> None:
     """
-    Post the queued k8s-events, one by one, for as long as the operator runs.
+    Route the queued k8s-events to the per-object workers, for as long as the operator runs.
 
-    Failures are logged and the events are lost: events are a best-effort
-    channel, and the operator must continue regardless of them.
+    Each object's events go to its worker's backlog, in order; a new worker is started
+    for an object that has none (waiting for a free slot if the workers are limited).
+    Failures are logged and the events are lost: events are a best-effort channel,
+    and the operator must continue regardless of them.
     """
-    while True:
-        event = await event_queue.get()
-        try:
-            if settings.posting.enabled:
-                await post_event(event=event, client=client, settings=settings)
-        finally:
-            event_queue.task_done()
+    slots = _WorkerSlots(settings)
+    backlogs: Dict[Hashable, asyncio.Queue[K8sEvent]] = {}
+    workers: Set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            event = await event_queue.get()
+            key = _object_key(event.ref)
+            if key not in backlogs:
+                await slots.acquire()
+                backlogs[key] = asyncio.Queue()
+                worker = asyncio.create_task(_post_backlog(
+                    key=key, backlogs=backlogs, slots=slots,
+                    event_queue=event_queue, client=client, settings=settings),
+                    name=f'poster of events for {key!r}')
+                workers.add(worker)
+                worker.add_done_callback(workers.discard)
+            backlogs[key].put_nowait(event)
+    finally:
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def _post_backlog(
+        *,
+        key: Hashable,
+        backlogs: Dict[Hashable, asyncio.Queue[K8sEvent]],
+        slots: _WorkerSlots,
+        event_queue: asyncio.Queue[K8sEvent],
+        client: protocols.ObjectWriter,
+        settings: configuration.OperatorSettings,
+) -> None:
+    """Post one object's events in order; exit when none come for ``settings.posting.idle_timeout``."""
+    backlog = backlogs[key]
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(backlog.get(), timeout=settings.posting.idle_timeout)
+            except asyncio.TimeoutError:
+                # No await between this check and the removal below: the router sees either
+                # this backlog with the new event in it, or no backlog and starts a new worker.
+                if backlog.empty():
+                    break
+                continue
+            try:
+                if settings.posting.enabled:
+                    await post_event(event=event, client=client, settings=settings)
+            finally:
+                event_queue.task_done()
+    finally:
+        if backlogs.get(key) is backlog:
+            del backlogs[key]
+        await slots.release()
 
 
 async def post_event(
@@ -328,13 +445,18 @@ async def post_event(
         client: protocols.ObjectWriter,
         settings: configuration.OperatorSettings,
 ) -> None:
-    """Post one k8s-event; log (but never raise) the errors."""
+    """Post one k8s-event, retrying it with its back-offs; log (but never raise) the final error."""
     body = build_event_body(event, settings=settings)
+    namespace = body['metadata']['namespace']
+    what = f"POST {EVENTS.get_url(namespace=namespace)}"
     try:
-        await client.create_object(EVENTS, namespace=body['metadata']['namespace'], body=body)
+        await retrying.request_with_backoffs(
+            lambda: client.create_object(EVENTS, namespace=namespace, body=body),
+            what=what, backoffs=event.backoffs, settings=settings, logger=logger)
     except errors.APIError as exc:
+        # As Kopf 1.45 words it, for users' log searches and alerts (sic: no separator before "Event:").
         logger.warning(f"Failed to post an event. Ignoring and continuing. "
-                       f"Status: {exc.status}. Message: {exc}. "
+                       f"Code: {exc.code}. Message: {exc}. Details: {exc.details}"
                        f"Event: type={event.type!r}, reason={event.reason!r}, message={event.message!r}.")
     except Exception as exc:
         logger.warning(f"Failed to post an event. Ignoring and continuing. "
