@@ -151,9 +151,11 @@ def test_webhook_ids_are_unique_per_function() -> None:
         on.mutate('kopfexamples', registry=registry, id='same')(lambda **_: None)
 
 
-def test_webhook_handlers_refuse_functions_without_kwargs() -> None:
-    with pytest.raises(kopf.HandlerSignatureError, match=r"validating admission handler"):
-        on.validate('kopfexamples', registry=kopf.OperatorRegistry())(lambda: None)
+def test_webhook_handlers_without_kwargs_are_registered_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    registry = kopf.OperatorRegistry()
+    on.validate('kopfexamples', registry=registry)(lambda: None)
+    assert len(registry.get_webhook_handlers()) == 1
+    assert "validating admission handler" in caplog.text
 
 
 def test_kopf_on_has_all_the_public_names_of_kopf() -> None:

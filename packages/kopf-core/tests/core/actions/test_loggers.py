@@ -322,14 +322,30 @@ def test_configuring_again_replaces_the_handler_instead_of_adding_one() -> None:
 
 
 @pytest.mark.usefixtures('restored_logging')
-def test_configured_output_goes_to_the_current_stderr(
+def test_configured_output_goes_to_the_stderr_of_the_configuration_time(
         monkeypatch: pytest.MonkeyPatch, settings: OperatorSettings,
 ) -> None:
+    configured, replaced = io.StringIO(), io.StringIO()
+    monkeypatch.setattr('sys.stderr', configured)
     loggers.configure(log_format=loggers.LogFormat.PLAIN, log_prefix=True)
-    stderr = io.StringIO()
-    monkeypatch.setattr('sys.stderr', stderr)  # after the configuration, as test runners do
+    monkeypatch.setattr('sys.stderr', replaced)  # after the configuration, as test runners do (as in Kopf)
     loggers.ObjectLogger(body=NAMESPACED_BODY, settings=settings).info("Hello.")
-    assert stderr.getvalue() == "[default/kopf-example-1] Hello.\n"
+    assert configured.getvalue() == "[default/kopf-example-1] Hello.\n"
+    assert replaced.getvalue() == ""
+
+
+@pytest.mark.usefixtures('restored_logging')
+def test_configured_output_goes_to_the_current_stderr_once_the_bound_one_is_closed(
+        monkeypatch: pytest.MonkeyPatch, settings: OperatorSettings,
+) -> None:
+    configured, current = io.StringIO(), io.StringIO()
+    monkeypatch.setattr('sys.stderr', configured)
+    loggers.configure(log_format=loggers.LogFormat.PLAIN, log_prefix=True)
+    configured.close()  # e.g. the capture of a finished KopfRunner
+    monkeypatch.setattr('sys.stderr', current)
+    loggers.ObjectLogger(body=NAMESPACED_BODY, settings=settings).info("Hello.")
+    loggers.ObjectLogger(body=NAMESPACED_BODY, settings=settings).info("Again.")
+    assert current.getvalue() == "[default/kopf-example-1] Hello.\n[default/kopf-example-1] Again.\n"
 
 
 @pytest.mark.usefixtures('restored_logging')

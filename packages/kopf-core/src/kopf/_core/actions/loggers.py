@@ -27,7 +27,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any, Dict, MutableMapping, Optional, TextIO, Tuple
+from typing import Any, Dict, MutableMapping, Optional, Tuple
 
 from kopf._cogs.configs import configuration
 
@@ -225,24 +225,25 @@ def make_formatter(
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """
-    A stream handler that writes to whatever ``sys.stderr`` is at the moment.
+    A stream handler bound to the ``sys.stderr`` of the moment when the logging is configured.
 
-    The stdlib's handler binds to the stream at creation. The framework's handler
-    lives for the whole process, while ``sys.stderr`` can be replaced meanwhile:
-    e.g. by test runners capturing the output of an operator running in a thread.
-    Writing to a captured (and then closed) stream would fail long after.
+    As in Kopf: the operator's log goes to the stream that was there when it started,
+    even if ``sys.stderr`` is replaced later in another thread. E.g. ``KopfRunner``
+    captures the output of an operator running in a thread, while pytest replaces
+    ``sys.stderr`` in the main thread between the test's phases: following the
+    current ``sys.stderr`` would put the operator's lines into pytest's capture.
+
+    Once the bound stream is closed (e.g. a runner's capture after its run), the
+    records go to the current ``sys.stderr`` instead of failing on the closed one.
     """
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property
-    def stream(self) -> TextIO:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _: TextIO) -> None:
-        pass  # always the current sys.stderr; the stdlib's constructor sets it, ignore that.
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self.stream, 'closed', False):
+            self.stream = sys.stderr  # not setStream(): it would flush the closed stream and fail
+        super().emit(record)
 
 
 def configure(
