@@ -39,11 +39,14 @@ class MemoryClient:
 
     async def list_objects(self, resource: clients.Resource, *, namespace: clients.Namespace,
                            limit: Optional[int] = None, continue_token: Optional[str] = None,
-                           label_selector: Optional[str] = None) -> clients.ObjectPage:
+                           label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+                           shard_selector: Optional[str] = None) -> clients.ObjectPage:
         items, resource_version, token = self.api.list(resource, namespace, limit=limit,
-                                                       continue_token=continue_token, label_selector=label_selector)
+                                                       continue_token=continue_token, label_selector=label_selector,
+                                                       field_selector=field_selector, shard_selector=shard_selector)
+        applied = shard_selector if shard_selector and self.api.sharded_watches else None  # its shardInfo
         return clients.ObjectPage(items=items, resource_version=resource_version,
-                                  continue_token=token)
+                                  continue_token=token, shard_selector=applied)
 
     async def create_object(self, resource: clients.Resource, *, namespace: clients.Namespace,
                             body: Mapping[str, Any]) -> clients.RawBody:
@@ -64,10 +67,15 @@ class MemoryClient:
 
     async def watch_objects(self, resource: clients.Resource, *, namespace: clients.Namespace,
                             resource_version: Optional[str] = None, timeout_seconds: Optional[float] = None,
-                            allow_bookmarks: bool = True) -> AsyncIterator[clients.RawEvent]:
+                            allow_bookmarks: bool = True, label_selector: Optional[str] = None,
+                            field_selector: Optional[str] = None, shard_selector: Optional[str] = None,
+                            send_initial_events: bool = False) -> AsyncIterator[clients.RawEvent]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[clients.RawEvent] = asyncio.Queue()
-        watcher = self.api.subscribe(resource, namespace, resource_version, loop, queue)
+        watcher = self.api.subscribe(resource, namespace, resource_version, loop, queue,
+                                     label_selector=label_selector, field_selector=field_selector,
+                                     shard_selector=shard_selector, send_initial_events=send_initial_events)
+        allow_bookmarks = allow_bookmarks or send_initial_events  # as kopf-client requests them
         try:
             end = loop.time() + timeout_seconds if timeout_seconds is not None else None
             bookmark_at = _next_bookmark_time(loop.time(), end)

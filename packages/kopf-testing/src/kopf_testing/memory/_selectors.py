@@ -5,11 +5,14 @@ Labels: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``,
 ``!k``, comma-separated (all must match). Fields: ``metadata.name`` and
 ``metadata.namespace`` with ``=``, ``==``, ``!=`` (what every resource supports);
 other fields differ per resource in the real API server, so they are refused.
+Shards: ``shardRange(object.metadata.uid|namespace, '0x…', '0x…')``, ``||``-joined,
+as Kubernetes 1.36+ applies them with the ``ShardedListAndWatch`` feature gate.
 """
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
+from kopf._cogs.structs import shards
 from kopf_testing.memory._errors import fail, unsupported
 
 Matcher = Callable[[Mapping[str, Any]], bool]
@@ -28,6 +31,22 @@ def parse_label_selector(selector: Optional[str]) -> Matcher:
 def parse_field_selector(selector: Optional[str]) -> Matcher:
     checks = [_parse_field_requirement(part) for part in _split(selector or '')]
     return lambda obj: all(check(obj) for check in checks)
+
+
+def parse_shard_selector(selector: Optional[str]) -> Matcher:
+    """A ``shardRange(...)`` selector, as an API server with sharded lists and watches applies it."""
+    if not selector:
+        return lambda obj: True
+    try:
+        parsed = shards.parse(selector)
+    except shards.ShardSelectorError as e:
+        fail(400, f'invalid shard selector: {e}')
+    return parsed.matches
+
+
+def select(*matchers: Matcher) -> Matcher:
+    """All the matchers together ("and")."""
+    return lambda obj: all(matcher(obj) for matcher in matchers)
 
 
 def _split(selector: str) -> list[str]:

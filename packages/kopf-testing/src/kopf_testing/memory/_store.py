@@ -31,12 +31,14 @@ from kopf_testing.memory._errors import fail, unsupported
 from kopf_testing.memory._patching import json_patch, merge_patch
 from kopf_testing.memory._resources import Served, builtin_resources, served_from_crd
 from kopf_testing.memory._schema import apply_schema, find_unknown_fields
-from kopf_testing.memory._selectors import parse_field_selector, parse_label_selector
+from kopf_testing.memory._selectors import Matcher, parse_field_selector, parse_label_selector, parse_shard_selector, \
+    select
 
 Object = dict[str, Any]
 Key = tuple[str, str, str, str]  # group, plural, namespace ('' if cluster-scoped), name
 _SYSTEM_NAMESPACES = ('default', 'kube-system', 'kube-public', 'kube-node-lease')
 _CRDS = ('apiextensions.k8s.io', 'customresourcedefinitions')
+_INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,25 @@ class Watcher:
     namespace: Optional[str]
     loop: asyncio.AbstractEventLoop
     queue: 'asyncio.Queue[clients.RawEvent]'
+    matches: Matcher = lambda obj: True  # the selectors of the watch request
+
+    def event_for(self, change: '_Change') -> Optional[clients.RawEvent]:
+        """
+        The event this watcher sees for a change, as the API server's watch cache filters it:
+        an object that starts matching the selectors is ADDED, one that stops matching is
+        DELETED (with its previous content and the change's resourceVersion).
+        """
+        now_in = change.type != 'DELETED' and self.matches(change.obj)
+        was_in = change.previous is not None and self.matches(change.previous)
+        if now_in:
+            return {'type': 'MODIFIED' if was_in else 'ADDED', 'object': copy.deepcopy(change.obj)}
+        if not was_in:
+            return None
+        if change.type == 'DELETED':
+            return {'type': 'DELETED', 'object': copy.deepcopy(change.obj)}
+        gone = copy.deepcopy(change.previous or change.obj)
+        gone['metadata']['resourceVersion'] = str(change.resource_version)
+        return {'type': 'DELETED', 'object': gone}
 
 
 class MemoryApi:
@@ -62,9 +83,18 @@ class MemoryApi:
 
     ``compact()`` forgets the history (as etcd's compaction does), so that the
     next watch or list continuation from an older resourceVersion gets 410 Gone.
+
+    Two features depend on the Kubernetes version and its feature gates:
+    ``streaming_lists`` (``sendInitialEvents``: on by default since 1.34; off, the
+    watch request is refused with 422 as by a server with ``WatchList`` off) and
+    ``sharded_watches`` (``shardSelector``: 1.36+ with ``ShardedListAndWatch``;
+    off by default, the selector is ignored and lists have no ``shardInfo``).
     """
 
-    def __init__(self, *, first_resource_version: int = 1000) -> None:
+    def __init__(self, *, first_resource_version: int = 1000, streaming_lists: bool = True,
+                 sharded_watches: bool = False) -> None:
+        self.streaming_lists = streaming_lists
+        self.sharded_watches = sharded_watches
         self._lock = threading.RLock()
         self._served: dict[tuple[str, str], Served] = {}
         self._objects: dict[Key, Object] = {}
@@ -114,10 +144,11 @@ class MemoryApi:
 
     def list(self, resource: clients.Resource, namespace: Optional[str], *, limit: Optional[int] = None,
              continue_token: Optional[str] = None, label_selector: Optional[str] = None,
-             field_selector: Optional[str] = None) -> tuple[list[Object], str, Optional[str]]:
+             field_selector: Optional[str] = None,
+             shard_selector: Optional[str] = None) -> tuple[list[Object], str, Optional[str]]:
         """The items of one page, the list's resourceVersion, the continue token (None if the last page)."""
         served = self.served_for(resource)
-        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        matches = self._make_matcher(label_selector, field_selector, shard_selector)
         with self._lock:
             if namespace is not None and served.resource.namespaced is False:
                 fail(404, 'the server could not find the requested resource')
@@ -126,12 +157,18 @@ class MemoryApi:
             prefix = (served.resource.group, served.resource.plural)
             keys = sorted(key for key in objects if key[:2] == prefix and (namespace is None or key[2] == namespace)
                           and (start is None or key > start))
-            matching = [key for key in keys if labels(objects[key]) and fields(objects[key])]
+            matching = [key for key in keys if matches(objects[key])]
             page = matching[:limit] if limit else matching
             more = bool(limit) and len(matching) > len(page)
             token = self._make_continue(snapshot_rv, page[-1]) if more else None
             items = [copy.deepcopy(objects[key]) for key in page]  # with their kind, as kopf-client completes them
             return items, str(snapshot_rv), token
+
+    def _make_matcher(self, label_selector: Optional[str], field_selector: Optional[str],
+                      shard_selector: Optional[str]) -> Matcher:
+        """The selectors of a request; the shard selector is ignored unless sharded watches are on."""
+        shards = parse_shard_selector(shard_selector if self.sharded_watches else None)
+        return select(parse_label_selector(label_selector), parse_field_selector(field_selector), shards)
 
     def _snapshot(self, resource_version: int) -> dict[Key, Object]:
         """The objects as they were at that resourceVersion: the current ones with later changes undone."""
@@ -245,13 +282,27 @@ class MemoryApi:
     # --- Watching ---
 
     def subscribe(self, resource: clients.Resource, namespace: Optional[str], resource_version: Optional[str],
-                  loop: asyncio.AbstractEventLoop, queue: 'asyncio.Queue[clients.RawEvent]') -> Watcher:
-        """Start watching: the events since the resourceVersion are queued at once, then the new ones."""
+                  loop: asyncio.AbstractEventLoop, queue: 'asyncio.Queue[clients.RawEvent]', *,
+                  label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+                  shard_selector: Optional[str] = None, send_initial_events: bool = False) -> Watcher:
+        """
+        Start watching: the events since the resourceVersion are queued at once, then the new ones.
+
+        With ``send_initial_events`` (a streaming list), the current objects are
+        queued as ADDED, then a BOOKMARK annotated as the end of the initial events.
+        """
         served = self.served_for(resource)
+        if send_initial_events and not self.streaming_lists:
+            fail(422, 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+                      'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')
+        matches = self._make_matcher(label_selector, field_selector, shard_selector)
         with self._lock:
-            watcher = Watcher(served, namespace, loop, queue)
-            for event in self._events_since(served, namespace, resource_version):
+            watcher = Watcher(served, namespace, loop, queue, matches)
+            since = None if send_initial_events else resource_version
+            for event in self._events_since(watcher, since):
                 queue.put_nowait(event)
+            if send_initial_events:
+                queue.put_nowait(self._bookmark(served, annotations={_INITIAL_EVENTS_END: 'true'}))
             self._watchers.append(watcher)
             return watcher
 
@@ -263,16 +314,21 @@ class MemoryApi:
     def send_bookmark(self, watcher: Watcher) -> None:
         """Queue a BOOKMARK with the current resourceVersion, after all the events queued so far."""
         with self._lock:
-            r = watcher.served.resource
-            bookmark: clients.RawEvent = {'type': 'BOOKMARK', 'object': {
-                'kind': r.kind, 'apiVersion': r.api_version, 'metadata': {'resourceVersion': str(self._rv)}}}
+            bookmark = self._bookmark(watcher.served)
             watcher.loop.call_soon_threadsafe(watcher.queue.put_nowait, bookmark)
 
-    def _events_since(self, served: Served, namespace: Optional[str],
-                      resource_version: Optional[str]) -> Iterator[clients.RawEvent]:
+    def _bookmark(self, served: Served, annotations: Optional[dict[str, str]] = None) -> clients.RawEvent:
+        r = served.resource
+        metadata: Object = {'resourceVersion': str(self._rv)}
+        if annotations:
+            metadata['annotations'] = annotations
+        return {'type': 'BOOKMARK', 'object': {'kind': r.kind, 'apiVersion': r.api_version, 'metadata': metadata}}
+
+    def _events_since(self, watcher: Watcher, resource_version: Optional[str]) -> Iterator[clients.RawEvent]:
+        served, namespace = watcher.served, watcher.namespace
         if resource_version in (None, '', '0'):  # "any": the current state as ADDED, then the changes
             for key in sorted(self._objects):
-                if self._is_watched(key, served, namespace):
+                if self._is_watched(key, served, namespace) and watcher.matches(self._objects[key]):
                     yield {'type': 'ADDED', 'object': copy.deepcopy(self._objects[key])}
             return
         try:
@@ -283,7 +339,8 @@ class MemoryApi:
             fail(410, f'too old resource version: {since} ({self._oldest_watchable})', reason='Expired')
         for change in self._history:
             if change.resource_version > since and self._is_watched(change.key, served, namespace):
-                yield {'type': change.type, 'object': copy.deepcopy(change.obj)}
+                if (event := watcher.event_for(change)) is not None:
+                    yield event
 
     @staticmethod
     def _is_watched(key: Key, served: Served, namespace: Optional[str]) -> bool:
@@ -428,7 +485,9 @@ class MemoryApi:
         self._history.append(change)
         for watcher in list(self._watchers):
             if self._is_watched(key, watcher.served, watcher.namespace):
-                event: clients.RawEvent = {'type': type, 'object': copy.deepcopy(obj)}
+                event = watcher.event_for(change)
+                if event is None:
+                    continue
                 try:
                     watcher.loop.call_soon_threadsafe(watcher.queue.put_nowait, event)
                 except RuntimeError:  # its event loop is closed: the watch is over
