@@ -12,13 +12,17 @@ itself, similar to what ``kubectl apply`` does with its own annotation::
 The essence is the object without the fields that change on their own or are
 not meaningful for the handlers: system metadata, status, and the framework's
 own annotations. Its absence means that the object was never handled: a creation.
+
+The storages' ``ignored_fields`` (as in Kopf 1.45) exclude more fields from the
+essence, e.g. those that other controllers change: changes of only those fields
+are not changes for the handlers (and the stored essence lacks them).
 """
 from __future__ import annotations
 
 import abc
 import json
 from collections.abc import Mapping, MutableMapping
-from typing import Any, Collection, Iterable, Optional
+from typing import Any, Collection, Iterable, List, Optional
 
 from kopf._cogs.configs import conventions
 from kopf._cogs.structs import bodies, dicts, patches
@@ -33,7 +37,19 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
 
     Only the meaningful fields are tracked, so that the system's changes
     (resource versions, managed fields, status updates) are not seen as changes.
+    Neither are the ``ignored_fields`` (dotted strings or tuples/lists of keys),
+    even if a handler's ``field=`` names them.
     """
+
+    def __init__(self, *, ignored_fields: Optional[Iterable[dicts.FieldSpec]] = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ignored_fields: List[dicts.FieldSpec] = _check_ignored_fields(ignored_fields)
+        self._ignored_paths = [dicts.parse_field(field) for field in self.ignored_fields]
+
+    def drop_ignored(self, essence: bodies.BodyEssence) -> None:
+        """Remove the ignored fields in place, and the parents that they leave empty."""
+        for path in getattr(self, '_ignored_paths', ()):  # subclasses that skip __init__ ignore nothing
+            dicts.remove(essence, path, prune=True)
 
     def build(
             self,
@@ -67,8 +83,9 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
         return self.clear(essence=essence)
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        """Remove the storage's own fields from an essence (they would compare as changes)."""
+        """Remove the storage's own fields and the ignored ones from an essence (stored or built)."""
         essence = dicts.copy_tree(essence)
+        self.drop_ignored(essence)
         self.remove_empty_stanzas(essence)
         return essence
 
@@ -89,13 +106,15 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
             *,
             prefix: str = _KOPF_DOMAIN,
             key: str = 'last-handled-configuration',
+            ignored_fields: Optional[Iterable[dicts.FieldSpec]] = None,
             v1: bool = True,
     ) -> None:
-        super().__init__(prefix=prefix, v1=v1)
+        super().__init__(prefix=prefix, v1=v1, ignored_fields=ignored_fields)
         self.key = key
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         essence = dicts.copy_tree(essence)
+        self.drop_ignored(essence)
         annotations = (essence.get('metadata') or {}).get('annotations')
         if isinstance(annotations, MutableMapping):
             # The marked keys of ReplicaSets, too: the body is not known here, so all forms go.
@@ -131,8 +150,9 @@ class StatusDiffBaseStorage(DiffBaseStorage):
             *,
             name: str = 'kopf',
             field: dicts.FieldSpec = 'status.{name}.last-handled-configuration',
+            ignored_fields: Optional[Iterable[dicts.FieldSpec]] = None,
     ) -> None:
-        super().__init__()
+        super().__init__(ignored_fields=ignored_fields)
         self._name = name
         self._field = dicts.parse_field(field.format(name=name) if isinstance(field, str) else field)
 
@@ -142,6 +162,7 @@ class StatusDiffBaseStorage(DiffBaseStorage):
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         essence = dicts.copy_tree(essence)
+        self.drop_ignored(essence)
         dicts.remove(essence, self._field, prune=True)
         self.remove_empty_stanzas(essence)
         return essence
@@ -183,6 +204,20 @@ class MultiDiffBaseStorage(DiffBaseStorage):
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
         for storage in self.storages:
             storage.store(body=body, patch=patch, essence=essence)
+
+
+def _check_ignored_fields(fields: Optional[Iterable[dicts.FieldSpec]]) -> List[dicts.FieldSpec]:
+    """The ignored fields as a list; refuse what cannot be a field (at once, not when building)."""
+    if isinstance(fields, str):
+        raise TypeError(f"ignored_fields must be a collection of fields, not a single string: "
+                        f"use ignored_fields=[{fields!r}].")
+    result = list(fields or [])
+    for field in result:
+        if not isinstance(field, (str, tuple, list)):
+            raise TypeError(f"An ignored field must be a dotted string or a tuple/list of keys, got {field!r}.")
+        if not dicts.parse_field(field):
+            raise ValueError(f"An ignored field must name a field, not the whole object: got {field!r}.")
+    return result
 
 
 def _is_system_annotation(name: str, annotations: Mapping[str, Any]) -> bool:
