@@ -163,6 +163,134 @@ def test_insecure_flag(
     assert _login().insecure is expected
 
 
+# The booleans, as strictly as kubectl reads them (issue 27 §2): a quoted "false" is a string,
+# which is true in Python, and it used to turn the TLS verification off, silently.
+
+@pytest.mark.parametrize('text, shown, fix', [
+    pytest.param('"false"', "the string 'false'", 'insecure-skip-tls-verify: false', id='quoted-false'),
+    pytest.param("'true'", "the string 'true'", 'insecure-skip-tls-verify: true', id='quoted-true'),
+    pytest.param('"False"', "the string 'False'", 'insecure-skip-tls-verify: false', id='quoted-capitalized'),
+    pytest.param('"no"', "the string 'no'", 'insecure-skip-tls-verify: true (or false)', id='quoted-no'),
+    pytest.param('0', '0 (int)', 'insecure-skip-tls-verify: true (or false)', id='number-0'),
+    pytest.param('1', '1 (int)', 'insecure-skip-tls-verify: true (or false)', id='number-1'),
+    pytest.param('[]', '[] (list)', 'insecure-skip-tls-verify: true (or false)', id='list'),
+])
+def test_insecure_flag_that_is_not_a_yaml_boolean_fails_the_login(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, text: str, shown: str, fix: str,
+) -> None:
+    path = tmp_path / 'config'
+    path.write_text(_INSECURE_KUBECONFIG.format(value=text))
+    _use(monkeypatch, path)
+    with pytest.raises(kopf.LoginError) as err:
+        login_with_kubeconfig()
+    assert str(err.value) == (
+        f"The kubeconfig's insecure-skip-tls-verify must be a YAML boolean, but it is {shown} "
+        f"in the cluster 'dev-cluster' of the context 'dev' in {path}; kubectl refuses it too. "
+        f"Write it without quotes: `{fix}`.")
+
+
+def test_unusable_kubeconfig_is_a_permanent_failure_of_the_login_handler(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # So that the framework logs it as one line, without a traceback, and retries nothing.
+    (tmp_path / 'config').write_text(_INSECURE_KUBECONFIG.format(value='"false"'))
+    _use(monkeypatch, tmp_path / 'config')
+    with pytest.raises(kopf.PermanentError):
+        login_with_kubeconfig()
+
+
+@pytest.mark.parametrize('text, expected', [
+    pytest.param('true', True, id='true'),
+    pytest.param('false', None, id='false'),
+    pytest.param('True', True, id='capitalized'),
+    pytest.param('yes', True, id='yaml-1.1-yes'),  # YAML 1.1, as kubectl's YAML library reads it too
+    pytest.param('null', None, id='null'),
+])
+def test_insecure_flag_that_is_a_yaml_boolean_is_taken(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, text: str, expected: Optional[bool],
+) -> None:
+    (tmp_path / 'config').write_text(_INSECURE_KUBECONFIG.format(value=text))
+    _use(monkeypatch, tmp_path / 'config')
+    assert _login().insecure is expected
+
+
+@pytest.mark.parametrize('ca', [
+    pytest.param({'certificate-authority-data': base64.b64encode(b'CA').decode()}, id='ca-data'),
+    pytest.param({'certificate-authority': 'ca.crt'}, id='ca-file'),
+])
+def test_insecure_flag_with_a_ca_fails_the_login_as_in_kubectl(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, ca: Dict[str, str],
+) -> None:
+    (tmp_path / 'ca.crt').write_text('CA')
+    path = _write(tmp_path / 'config', _kubeconfig(cluster={'insecure-skip-tls-verify': True, **ca}))
+    _use(monkeypatch, path)
+    with pytest.raises(kopf.LoginError) as err:
+        login_with_kubeconfig()
+    assert str(err.value) == (
+        f"The kubeconfig has both insecure-skip-tls-verify: true and {next(iter(ca))} in the cluster 'dev' "
+        f"of the context 'dev' in {path}; kubectl refuses it too (specifying a root certificates file "
+        f"with the insecure flag is not allowed). Remove insecure-skip-tls-verify to verify the server "
+        f"with this CA, or remove the CA.")
+
+
+def test_secure_flag_with_a_ca_is_taken(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = {'insecure-skip-tls-verify': False, 'certificate-authority-data': base64.b64encode(b'CA').decode()}
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(cluster=cluster)))
+    info = _login()
+    assert (info.insecure, info.ca_data) == (None, b'CA')
+
+
+def test_insecure_kubeconfig_is_warned_about_once_per_login(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    path = tmp_path / 'config'
+    path.write_text(_INSECURE_KUBECONFIG.format(value='true'))
+    _use(monkeypatch, path)
+    logger = logging.getLogger('test.login')
+    with caplog.at_level(logging.WARNING):
+        login_with_kubeconfig(logger=logger)
+        login_with_kubeconfig(logger=logger)
+    assert [(r.name, r.levelno, r.message) for r in caplog.records] == [
+        ('test.login', logging.WARNING,
+         f"TLS verification is off for https://k8s.example:6443 (the cluster 'dev-cluster' of the context 'dev' "
+         f"in {path}): the server's certificate is not checked, so the credentials go to whoever answers at "
+         f"this address. Give the server's CA instead (certificate-authority in a kubeconfig, ca_path or "
+         f"ca_data in a ConnectionInfo)."),
+    ] * 2
+
+
+def test_secure_kubeconfig_is_not_warned_about(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    (tmp_path / 'config').write_text(_INSECURE_KUBECONFIG.format(value='false'))
+    _use(monkeypatch, tmp_path / 'config')
+    with caplog.at_level(logging.DEBUG):
+        _login()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# As the issue shows it: written by hand, with the cluster's name differing from the context's.
+_INSECURE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: dev-cluster
+  cluster:
+    server: https://k8s.example:6443
+    insecure-skip-tls-verify: {value}
+users:
+- name: dev-user
+  user:
+    token: xyz
+contexts:
+- name: dev
+  context:
+    cluster: dev-cluster
+    user: dev-user
+current-context: dev
+"""
+
+
 def test_basic_auth_is_taken(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(user={'username': 'admin', 'password': 'secret'})))
     info = _login()

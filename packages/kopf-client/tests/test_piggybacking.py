@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import logging
+import pathlib
 import sys
 import types
 from typing import Any, Dict, Optional
@@ -21,6 +22,16 @@ import kopf
 from kopf_client import login_via_async_client, login_via_client, login_via_pykube
 
 LOGGER = logging.getLogger('test.login')
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """The kubeconfig's raw values are checked in the files: never the developer's own ones."""
+    home = tmp_path / 'home'
+    home.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+    monkeypatch.delenv('KUBECONFIG', raising=False)
+    return home
 
 
 class _Bytes:
@@ -47,7 +58,10 @@ def _fake_pykube(
         in_cluster: Optional[Dict[str, Any]] = None,
         from_file: Optional[Dict[str, Any]] = None,
         sent_authorization: Optional[str] = None,
+        sent: Optional[list[Any]] = None,
 ) -> None:
+    requests: list[Any] = sent if sent is not None else []
+
     class PyKubeError(Exception):
         pass
 
@@ -56,6 +70,9 @@ def _fake_pykube(
             self.cluster = doc['cluster']
             self.user = doc['user']
             self.namespace = doc.get('namespace', 'default')
+            self.current_context = doc.get('context', 'dev')
+            self.contexts = {self.current_context: {'cluster': doc.get('cluster_name', 'dev')}}
+            self.kubeconfig_file = doc.get('kubeconfig_file')  # None in a cluster
 
         @classmethod
         def from_service_account(cls) -> KubeConfig:
@@ -74,6 +91,7 @@ def _fake_pykube(
             self.config = config
 
         def get(self, **_: Any) -> Any:
+            requests.append(self.config)
             request = types.SimpleNamespace(headers={'Authorization': sent_authorization})
             return types.SimpleNamespace(status_code=403, request=request)
 
@@ -169,7 +187,9 @@ def test_pykube_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, caplog: pytest.L
         certificate_data=b'CERT', private_key_data=b'KEY', username='admin', password='secret',
         default_namespace='default', priority=20,
     )
-    assert caplog.messages == ['Pykube is configured via kubeconfig file.']
+    assert caplog.messages[0] == 'Pykube is configured via kubeconfig file.'
+    assert caplog.messages[1].startswith("TLS verification is off for https://k8s.example ")
+    assert len(caplog.messages) == 2
 
 
 def test_pykube_exec_plugins_give_the_token_they_have_sent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,7 +243,9 @@ def test_client_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, caplog: pytest.L
         certificate_path='/tmp/cert', private_key_path='/tmp/key',
         scheme='Bearer', token='oidc-token', default_namespace='team-a', priority=10,
     )
-    assert caplog.messages == ['Client is configured via kubeconfig file.']
+    assert caplog.messages[0] == 'Client is configured via kubeconfig file.'
+    assert caplog.messages[1].startswith("TLS verification is off for https://k8s.example: ")
+    assert len(caplog.messages) == 2
 
 
 def test_client_token_with_a_separate_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -268,6 +290,126 @@ async def test_async_client_without_any_config_gives_nothing(monkeypatch: pytest
 async def test_async_client_not_installed_fails_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, 'kubernetes_asyncio', None)
     with pytest.raises(kopf.LoginError, match="'kubernetes_asyncio' library is not installed"):
+        await login_via_async_client(logger=LOGGER)
+
+
+# The kubeconfig's booleans as kubectl reads them (issue 27 §2). The libraries take them loosely:
+# pykube keeps the raw value (and skips the verification if it is truthy, e.g. "false"), the official
+# client keeps only `verify_ssl = not value` (False for "false"): the raw values are checked here.
+
+def _raw_kubeconfig(path: pathlib.Path, *, insecure: str, ca: bool = False) -> pathlib.Path:
+    ca_line = '    certificate-authority-data: Q0E=\n' if ca else ''
+    path.write_text(
+        'apiVersion: v1\nkind: Config\ncurrent-context: dev\n'
+        'clusters:\n- name: dev-cluster\n  cluster:\n    server: https://k8s.example\n'
+        f'    insecure-skip-tls-verify: {insecure}\n{ca_line}'
+        'users:\n- name: dev-user\n  user:\n    token: xyz\n'
+        'contexts:\n- name: dev\n  context:\n    cluster: dev-cluster\n    user: dev-user\n')
+    return path
+
+
+@pytest.mark.parametrize('value', ['false', 'true', '0'])
+def test_pykube_with_a_non_boolean_insecure_flag_fails_before_any_request(
+        monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    sent: list[Any] = []
+    _fake_pykube(monkeypatch, sent=sent, sent_authorization='Bearer exec-token', from_file={
+        'cluster': {'server': 'https://k8s.example', 'insecure-skip-tls-verify': value},
+        'user': {'exec': {'command': 'aws'}},
+        'context': 'dev', 'cluster_name': 'dev-cluster', 'kubeconfig_file': '/home/me/.kube/config',
+    })
+    with pytest.raises(kopf.LoginError) as err:
+        login_via_pykube(logger=LOGGER)
+    assert isinstance(err.value, kopf.PermanentError)  # one log line, no traceback, no retries
+    assert str(err.value).startswith(
+        f"The kubeconfig's insecure-skip-tls-verify must be a YAML boolean, but it is the string {value!r} "
+        f"in the cluster 'dev-cluster' of the context 'dev' in /home/me/.kube/config; kubectl refuses it too.")
+    assert not sent  # the exec plugin's token has not gone over an unverified connection
+
+
+def test_pykube_with_insecure_flag_and_a_ca_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_pykube(monkeypatch, from_file={
+        'cluster': {'server': 'https://k8s.example', 'insecure-skip-tls-verify': True,
+                    'certificate-authority': _Bytes(b'CA')},
+        'user': {'token': 'xyz'},
+    })
+    with pytest.raises(kopf.LoginError, match="both insecure-skip-tls-verify: true and certificate-authority in "
+                                              "the cluster 'dev' of the context 'dev'; kubectl refuses it too"):
+        login_via_pykube(logger=LOGGER)
+
+
+def test_pykube_insecure_flag_is_warned_about_with_the_context_and_file(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    _fake_pykube(monkeypatch, from_file={
+        'cluster': {'server': 'https://k8s.example', 'insecure-skip-tls-verify': True},
+        'user': {'token': 'xyz'},
+        'context': 'dev', 'cluster_name': 'dev-cluster', 'kubeconfig_file': '/home/me/.kube/config',
+    })
+    with caplog.at_level(logging.WARNING, logger='test.login'):
+        login_via_pykube(logger=LOGGER)
+    assert len(caplog.records) == 1
+    assert caplog.records[0].levelno == logging.WARNING
+    assert caplog.messages[0].startswith(
+        "TLS verification is off for https://k8s.example (the cluster 'dev-cluster' of the context 'dev' "
+        "in /home/me/.kube/config): the server's certificate is not checked")
+
+
+@pytest.mark.parametrize('value', ['"false"', "'true'", '0'])
+def test_client_with_a_non_boolean_insecure_flag_in_the_file_fails(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, value: str) -> None:
+    path = _raw_kubeconfig(tmp_path / 'config', insecure=value)
+    monkeypatch.setenv('KUBECONFIG', str(path))
+    # As the official client loads it: `verify_ssl = not "false"`, i.e. insecure.
+    _fake_kubernetes(monkeypatch, from_file={'host': 'https://k8s.example', 'verify_ssl': False,
+                                             'api_key': {'authorization': 'Bearer xyz'}})
+    with pytest.raises(kopf.LoginError) as err:
+        login_via_client(logger=LOGGER)
+    assert isinstance(err.value, kopf.PermanentError)
+    assert "The kubeconfig's insecure-skip-tls-verify must be a YAML boolean, but it is " in str(err.value)
+    assert f"in the cluster 'dev-cluster' of the context 'dev' in {path}; kubectl refuses it too." in str(err.value)
+
+
+def test_client_with_insecure_flag_and_a_ca_in_the_file_fails(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.setenv('KUBECONFIG', str(_raw_kubeconfig(tmp_path / 'config', insecure='true', ca=True)))
+    _fake_kubernetes(monkeypatch, from_file={'host': 'https://k8s.example', 'verify_ssl': False,
+                                             'ssl_ca_cert': '/tmp/ca', 'api_key': {'authorization': 'Bearer xyz'}})
+    with pytest.raises(kopf.LoginError, match="both insecure-skip-tls-verify: true and certificate-authority-data"):
+        login_via_client(logger=LOGGER)
+
+
+def test_client_insecure_flag_is_warned_about_with_the_context_and_file(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = _raw_kubeconfig(tmp_path / 'config', insecure='true')
+    monkeypatch.setenv('KUBECONFIG', str(path))
+    _fake_kubernetes(monkeypatch, from_file={'host': 'https://k8s.example', 'verify_ssl': False,
+                                             'api_key': {'authorization': 'Bearer xyz'}})
+    with caplog.at_level(logging.WARNING, logger='test.login'):
+        info = login_via_client(logger=LOGGER)
+    assert info is not None and info.insecure is True
+    assert len(caplog.records) == 1
+    assert caplog.messages[0].startswith(
+        f"TLS verification is off for https://k8s.example (the cluster 'dev-cluster' of the context 'dev' "
+        f"in {path}): the server's certificate is not checked")
+
+
+def test_client_secure_file_is_not_warned_about(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv('KUBECONFIG', str(_raw_kubeconfig(tmp_path / 'config', insecure='false')))
+    _fake_kubernetes(monkeypatch, from_file={'host': 'https://k8s.example', 'verify_ssl': True,
+                                             'api_key': {'authorization': 'Bearer xyz'}})
+    with caplog.at_level(logging.DEBUG, logger='test.login'):
+        info = login_via_client(logger=LOGGER)
+    assert info is not None and info.insecure is False
+    assert caplog.messages == ['Client is configured via kubeconfig file.']
+
+
+async def test_async_client_with_a_non_boolean_insecure_flag_in_the_file_fails(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    path = _raw_kubeconfig(tmp_path / 'config', insecure='"false"')
+    monkeypatch.setenv('KUBECONFIG', str(path))
+    _fake_kubernetes(monkeypatch, module='kubernetes_asyncio', from_file={
+        'host': 'https://k8s.example', 'verify_ssl': False, 'api_key': {'authorization': 'Bearer xyz'}})
+    with pytest.raises(kopf.LoginError, match="it is the string 'false' in the cluster 'dev-cluster'"):
         await login_via_async_client(logger=LOGGER)
 
 

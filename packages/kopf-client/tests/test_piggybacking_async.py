@@ -8,6 +8,7 @@ newer library's coroutine for the token, and the older one's plain function).
 from __future__ import annotations
 
 import logging
+import pathlib
 import sys
 import types
 from typing import Any, Dict, Optional
@@ -18,6 +19,13 @@ import kopf
 from kopf_client import login_via_async_client
 
 LOGGER = logging.getLogger('test.login')
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubeconfig's raw values are checked in the files: never the developer's own ones."""
+    monkeypatch.setenv('HOME', str(tmp_path))
+    monkeypatch.delenv('KUBECONFIG', raising=False)
 
 
 def _fake_kubernetes_asyncio(
@@ -93,7 +101,9 @@ async def test_async_client_via_kubeconfig(
         server='https://k8s.example', insecure=True, certificate_path='/tmp/cert', private_key_path='/tmp/key',
         scheme='Bearer', token='exec-token', default_namespace='team-b', priority=15,
     )
-    assert caplog.messages == ['Async client is configured via kubeconfig file.']
+    assert caplog.messages[0] == 'Async client is configured via kubeconfig file.'
+    assert caplog.messages[1].startswith("TLS verification is off for https://k8s.example: ")  # as insecure
+    assert len(caplog.messages) == 2
 
 
 async def test_async_client_in_cluster(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:

@@ -9,6 +9,7 @@ the client trusted the server, and the server accepted the client.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import pathlib
 import ssl
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 import kopf
 from kopf import clients
 from kopf_client import AiohttpClient
-from kopf_client._tls import make_ssl_context
+from kopf_client._tls import make_ssl_context, warn_if_insecure
 
 if TYPE_CHECKING:
     from conftest import ApiFactory, FakeApi
@@ -149,3 +150,59 @@ def test_secure_context_checks_both_hostname_and_certificates() -> None:
     context = make_ssl_context(kopf.ConnectionInfo(server='https://localhost'))
     assert context.check_hostname
     assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+# Insecure credentials are said aloud, once (issue 27 §2).
+
+async def test_insecure_credentials_of_a_login_handler_are_warned_about_once(
+        tls_api: FakeApi, pki: Pki, settings: kopf.OperatorSettings, caplog: pytest.LogCaptureFixture,
+) -> None:
+    info = kopf.ConnectionInfo(server=tls_api.url, insecure=True, **_client_cert(pki, as_data=False))
+    tls_api.add(NS_PATH, NS)
+    settings.networking.error_backoffs = []
+    with caplog.at_level(logging.WARNING):
+        async with AiohttpClient(vault=clients.Vault({'tls': info}), settings=settings) as client:
+            await client.get_object(NAMESPACES, namespace=None, name='default')
+            await client.get_object(NAMESPACES, namespace=None, name='default')  # the same session
+    assert [(r.name, r.levelno, r.message) for r in caplog.records] == [
+        ('kopf_client._tls', logging.WARNING,
+         f"TLS verification is off for {tls_api.url} (insecure=True in the login handler's ConnectionInfo): "
+         f"the server's certificate is not checked, so the credentials go to whoever answers at this address. "
+         f"Give the server's CA instead (certificate-authority in a kubeconfig, ca_path or ca_data in a "
+         f"ConnectionInfo)."),
+    ]
+
+
+def test_insecure_credentials_warned_about_by_their_login_are_not_warned_about_again(
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    info = kopf.ConnectionInfo(server='https://localhost', insecure=True)
+    logger = logging.getLogger('test.login')
+    with caplog.at_level(logging.WARNING):
+        warn_if_insecure(info, logger=logger, source="the cluster 'dev' of the context 'dev' in /kubeconfig")
+        make_ssl_context(info)
+    assert [(r.name, r.levelno) for r in caplog.records] == [('test.login', logging.WARNING)]
+    assert "(the cluster 'dev' of the context 'dev' in /kubeconfig)" in caplog.messages[0]
+
+
+def test_equal_insecure_credentials_of_another_login_are_warned_about_again(
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        make_ssl_context(kopf.ConnectionInfo(server='https://localhost', insecure=True))
+        make_ssl_context(kopf.ConnectionInfo(server='https://localhost', insecure=True))
+    assert len(caplog.records) == 2
+
+
+@pytest.mark.parametrize('insecure', [None, False])
+def test_secure_credentials_are_not_warned_about(caplog: pytest.LogCaptureFixture, insecure: Any) -> None:
+    with caplog.at_level(logging.DEBUG):
+        make_ssl_context(kopf.ConnectionInfo(server='https://localhost', insecure=insecure))
+    assert not caplog.records
+
+
+@pytest.mark.parametrize('insecure', ['false', 'true', 0, 1])
+def test_insecure_flag_that_is_not_a_boolean_is_refused(insecure: Any) -> None:
+    # E.g. a login handler that passes a config value as it was read: "false" is truthy.
+    with pytest.raises(ValueError, match=r"ConnectionInfo.insecure must be True, False, or None, not "):
+        make_ssl_context(kopf.ConnectionInfo(server='https://localhost', insecure=insecure))

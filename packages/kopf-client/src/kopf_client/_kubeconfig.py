@@ -15,6 +15,14 @@ certificates can be moved around as a whole.
 Only the static data is used: ``exec`` plugins and ``auth-provider`` sections
 need code to run, which the piggybacked client libraries can do (see
 ``login_via_pykube`` and ``login_via_client``).
+
+Booleans are read as strictly as ``kubectl`` reads them: a YAML boolean, or
+nothing. A quoted ``insecure-skip-tls-verify: "false"`` is a string, and a
+non-empty string is true in Python: taken as it is, it would turn the TLS
+verification off while the file says the opposite. ``kubectl`` refuses such
+a file (a type error), and so do we, with a message that says how to fix it.
+We also refuse, as ``kubectl`` does, a cluster that is both insecure and has
+a CA: one of the two is a mistake, and which one cannot be guessed.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import yaml
 
 import kopf
+from kopf_client import _tls
 
 _logger = logging.getLogger(__name__)
 
@@ -38,6 +47,20 @@ DEFAULT_KUBECONFIG = '~/.kube/config'
 # Below the service account's: in a pod, its own identity wins over a kubeconfig in its image.
 PRIORITY = 10
 
+INSECURE = 'insecure-skip-tls-verify'
+CA_KEYS = ('certificate-authority', 'certificate-authority-data')
+
+
+class KubeconfigError(kopf.LoginError, kopf.PermanentError):
+    """
+    A kubeconfig that cannot be used as it is: a login error that no retry can fix.
+
+    Being also a :class:`kopf.PermanentError`, it fails the login handler at
+    once with its message in one log line, without a traceback or retries:
+    the file is the user's to fix, and the message says how.
+    """
+
+
 def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     """
     A minimalistic login handler that gets the raw credentials from kubeconfig files.
@@ -45,7 +68,7 @@ def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     It is intended to make operators runnable in trivial setups when neither
     ``pykube-ng`` nor ``kubernetes`` are installed. ``None`` if there is no
     kubeconfig at all; :class:`kopf.LoginError` if there is one but it cannot
-    be used (e.g. no current context, or a missing certificate file).
+    be used (e.g. no current context, a missing certificate file, or a quoted boolean).
     """
     paths = find_kubeconfig_paths(os.environ)
     if not paths:
@@ -64,7 +87,7 @@ def find_kubeconfig_paths(environ: Mapping[str, str]) -> Sequence[pathlib.Path]:
         paths = _unique([pathlib.Path(item.strip()).expanduser() for item in listed.split(os.pathsep) if item.strip()])
         existing = [path for path in paths if path.is_file()]
         if not existing:
-            raise kopf.LoginError(f"None of the kubeconfig files in $KUBECONFIG exist: {listed!r}.")
+            raise KubeconfigError(f"None of the kubeconfig files in $KUBECONFIG exist: {listed!r}.")
         return existing
     default = pathlib.Path(DEFAULT_KUBECONFIG).expanduser()
     return [default] if default.is_file() else []
@@ -80,29 +103,32 @@ def read_kubeconfig(
     where = ', '.join(str(path) for path in paths)
 
     if not config.current_context:
-        raise kopf.LoginError(f"The kubeconfig has no current context (set one with "
+        raise KubeconfigError(f"The kubeconfig has no current context (set one with "
                               f"`kubectl config use-context NAME`): {where}")
     context = config.contexts.get(config.current_context)
     if context is None:
-        raise kopf.LoginError(f"The current context {config.current_context!r} "
+        raise KubeconfigError(f"The current context {config.current_context!r} "
                               f"is not defined in the kubeconfig: {where}")
 
     cluster_name = context.fields.get('cluster')
     if not cluster_name:
-        raise kopf.LoginError(f"The context {context.name!r} has no cluster in {context.origin}")
+        raise KubeconfigError(f"The context {context.name!r} has no cluster in {context.origin}")
     cluster = config.clusters.get(cluster_name)
     if cluster is None:
-        raise kopf.LoginError(f"The cluster {cluster_name!r} of the context {context.name!r} "
+        raise KubeconfigError(f"The cluster {cluster_name!r} of the context {context.name!r} "
                               f"is not defined in the kubeconfig: {where}")
     server = cluster.fields.get('server')
     if not server:
-        raise kopf.LoginError(f"The cluster {cluster.name!r} has no server in {cluster.origin}")
+        raise KubeconfigError(f"The cluster {cluster.name!r} has no server in {cluster.origin}")
 
     user_name = context.fields.get('user')
     user = config.users.get(user_name) if user_name else None
     if user_name and user is None:
-        raise kopf.LoginError(f"The user {user_name!r} of the context {context.name!r} "
+        raise KubeconfigError(f"The user {user_name!r} of the context {context.name!r} "
                               f"is not defined in the kubeconfig: {where}")
+    source = describe_cluster(cluster.name, context=context.name, origin=cluster.origin)
+    insecure = read_insecure_flag(cluster.fields, source=source)
+
     user_fields: Mapping[str, Any] = user.fields if user is not None else {}
     if user is not None:
         _warn_about_plugins(user, logger=logger)
@@ -111,11 +137,11 @@ def read_kubeconfig(
     if token is None and user is not None and user_fields.get('tokenFile'):
         token = _file(user, 'tokenFile').read_text(encoding='utf-8').strip() or None
 
-    return kopf.ConnectionInfo(
+    info = kopf.ConnectionInfo(
         server=str(server),
         ca_path=_path_unless_data(cluster, 'certificate-authority'),
         ca_data=_data(cluster, 'certificate-authority-data'),
-        insecure=bool(cluster.fields.get('insecure-skip-tls-verify')) or None,
+        insecure=insecure or None,
         username=user_fields.get('username') or None,
         password=user_fields.get('password') or None,
         scheme='Bearer' if token else None,
@@ -127,13 +153,71 @@ def read_kubeconfig(
         default_namespace=context.fields.get('namespace') or None,
         priority=PRIORITY,
     )
+    _tls.warn_if_insecure(info, logger=logger or _logger, source=source)
+    return info
+
+
+def describe_cluster(cluster: Optional[str], *, context: Optional[str], origin: Optional[object]) -> str:
+    """Where a cluster's settings come from, for the messages: the names and the file."""
+    where = f"the cluster {cluster!r} of the context {context!r}"
+    return f"{where} in {origin}" if origin else where
+
+
+def read_insecure_flag(cluster: Mapping[str, Any], *, source: str) -> Optional[bool]:
+    """
+    The cluster's ``insecure-skip-tls-verify``, as strictly as ``kubectl`` reads it.
+
+    Also refused as in ``kubectl``: the flag together with a CA (in ``kubectl``'s
+    words, "specifying a root certificates file with the insecure flag is not allowed").
+    """
+    insecure = read_boolean(cluster, INSECURE, source=source)
+    ca_keys = [key for key in CA_KEYS if cluster.get(key)]
+    if insecure and ca_keys:
+        raise KubeconfigError(
+            f"The kubeconfig has both {INSECURE}: true and {ca_keys[0]} in {source}; kubectl refuses "
+            f"it too (specifying a root certificates file with the insecure flag is not allowed). "
+            f"Remove {INSECURE} to verify the server with this CA, or remove the CA.")
+    return insecure
+
+
+def read_boolean(fields: Mapping[str, Any], key: str, *, source: str) -> Optional[bool]:
+    """A YAML boolean, or ``None`` if absent; anything else (``"false"``, ``0``) is refused, not guessed."""
+    value = fields.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    spelled = value.strip().lower() if isinstance(value, str) else ''
+    fix = f'{key}: {spelled}' if spelled in ('true', 'false') else f'{key}: true (or false)'
+    what = f'the string {value!r}' if isinstance(value, str) else f'{value!r} ({type(value).__name__})'
+    raise KubeconfigError(
+        f"The kubeconfig's {key} must be a YAML boolean, but it is {what} in {source}; "
+        f"kubectl refuses it too. Write it without quotes: `{fix}`.")
+
+
+def check_current_cluster(environ: Mapping[str, str]) -> Optional[str]:
+    """
+    Check the TLS flags of the current context's cluster in the kubeconfig files; return where it is.
+
+    For the client libraries that read the same files but keep only the values derived
+    from them (the official client's ``verify_ssl = not insecure-skip-tls-verify`` takes
+    the string ``"false"`` for true): the raw value is checked here instead.
+    ``None`` if there is no such cluster in the files (e.g. in a cluster): nothing to check.
+    """
+    paths = find_kubeconfig_paths(environ)
+    config = _merge([_load(path) for path in paths])
+    context = config.contexts.get(config.current_context or '')
+    cluster = config.clusters.get(str(context.fields.get('cluster') or '')) if context is not None else None
+    if context is None or cluster is None:
+        return None
+    source = describe_cluster(cluster.name, context=context.name, origin=cluster.origin)
+    read_insecure_flag(cluster.fields, source=source)
+    return source
 
 
 @dataclasses.dataclass(frozen=True)
 class _Named:
     """A cluster, user or context, with the file that defines it (to resolve relative paths)."""
     name: str
-    fields: Mapping[str, Any]
+    fields: Mapping[str, Any] = dataclasses.field(repr=False)  # the users' hold tokens & keys
     origin: pathlib.Path
 
 
@@ -151,11 +235,11 @@ def _load(path: pathlib.Path) -> _Config:
         with path.open(encoding='utf-8') as f:
             doc = yaml.safe_load(f)
     except (OSError, yaml.YAMLError) as exc:
-        raise kopf.LoginError(f"The kubeconfig cannot be read: {path}: {exc}") from exc
+        raise KubeconfigError(f"The kubeconfig cannot be read: {path}: {exc}") from exc
     if doc is None:  # an empty file is a valid (empty) kubeconfig
         doc = {}
     if not isinstance(doc, dict):
-        raise kopf.LoginError(f"The kubeconfig is not a mapping: {path}")
+        raise KubeconfigError(f"The kubeconfig is not a mapping: {path}")
 
     config = _Config(current_context=doc.get('current-context') or None)
     for section, key, target in [('clusters', 'cluster', config.clusters),
@@ -165,7 +249,7 @@ def _load(path: pathlib.Path) -> _Config:
             if isinstance(item, dict) and item.get('name') and item['name'] not in target:
                 fields = item.get(key) or {}
                 if not isinstance(fields, dict):
-                    raise kopf.LoginError(f"The {key} {item['name']!r} is not a mapping in {path}")
+                    raise KubeconfigError(f"The {key} {item['name']!r} is not a mapping in {path}")
                 target[item['name']] = _Named(name=item['name'], fields=fields, origin=path)
     return config
 
@@ -189,7 +273,7 @@ def _file(item: _Named, key: str) -> pathlib.Path:
     if not path.is_absolute():
         path = item.origin.parent / path
     if not path.is_file():
-        raise kopf.LoginError(f"The {key} file of {item.name!r} does not exist: {path} (in {item.origin})")
+        raise KubeconfigError(f"The {key} file of {item.name!r} does not exist: {path} (in {item.origin})")
     return path
 
 
@@ -207,7 +291,7 @@ def _data(item: _Named, key: str) -> Optional[bytes]:
     try:
         return base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise kopf.LoginError(f"The {key} of {item.name!r} is not valid base64 in {item.origin}") from exc
+        raise KubeconfigError(f"The {key} of {item.name!r} is not valid base64 in {item.origin}") from exc
 
 
 def _warn_about_plugins(user: _Named, *, logger: Optional[Any]) -> None:

@@ -7,6 +7,12 @@ cloud providers' ``auth-provider`` sections, token refreshing. Their config
 loaders are used as they are, and only the result needed for HTTP requests
 (the server, the TLS material, the ``Authorization`` header) is taken.
 
+The libraries take the kubeconfig's booleans as they find them: a quoted
+``insecure-skip-tls-verify: "false"`` is a non-empty string, so true, and
+they skip the TLS verification. The kubeconfig's values are therefore checked
+here as ``kubectl`` checks them (see ``_kubeconfig.read_insecure_flag``),
+before any request is sent, and the insecure credentials are warned about.
+
 Both libraries are optional: these functions are among the default login
 functions only if their library is importable. Called explicitly (from a
 ``@kopf.on.login`` handler) without the library, they fail with
@@ -21,6 +27,7 @@ import sys
 from typing import Any, Optional
 
 import kopf
+from kopf_client import _kubeconfig, _tls
 
 PYKUBE_MODULE = 'pykube'
 KUBERNETES_MODULE = 'kubernetes'
@@ -64,15 +71,17 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
 
     cluster: Any = config.cluster
     user: Any = config.user
+    source = _pykube_source(config)
+    insecure = _kubeconfig.read_insecure_flag(cluster, source=source)  # before pykube sends anything
     scheme: Optional[str] = 'Bearer'
     token: Optional[str] = user.get('token') or None
     if token is None and ('exec' in user or 'auth-provider' in user):
         scheme, token = _fetch_pykube_authorization(pykube, config)
 
-    return kopf.ConnectionInfo(
+    info = kopf.ConnectionInfo(
         server=cluster['server'],
         ca_data=_pykube_bytes(cluster.get('certificate-authority')),
-        insecure=bool(cluster.get('insecure-skip-tls-verify')) or None,
+        insecure=insecure or None,
         username=user.get('username') or None,
         password=user.get('password') or None,
         scheme=scheme if token else None,
@@ -82,6 +91,8 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         default_namespace=_pykube_namespace(config),
         priority=PRIORITY_OF_PYKUBE,
     )
+    _tls.warn_if_insecure(info, logger=logger, source=source)
+    return info
 
 
 def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
@@ -95,6 +106,7 @@ def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
     importlib.import_module(f'{KUBERNETES_MODULE}.config')
     importlib.import_module(f'{KUBERNETES_MODULE}.client')
     in_cluster = False
+    source: Optional[str] = None
     try:
         kubernetes.config.load_incluster_config()
         in_cluster = True
@@ -106,14 +118,17 @@ def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         except (kubernetes.config.ConfigException, OSError) as exc:
             report_no_config(logger, 'Client', exc)
             return None
+        source = _kubeconfig.check_current_cluster(os.environ)
 
     configuration_cls: Any = kubernetes.client.Configuration
     get_copy = getattr(configuration_cls, 'get_default_copy', None)
     config: Any = get_copy() if get_copy is not None else configuration_cls()
     scheme, token = _client_authorization(config)
 
-    return client_connection_info(config, scheme=scheme, token=token, priority=PRIORITY_OF_CLIENT,
+    info = client_connection_info(config, scheme=scheme, token=token, priority=PRIORITY_OF_CLIENT,
                                   namespace=_client_namespace(kubernetes, in_cluster=in_cluster))
+    _tls.warn_if_insecure(info, logger=logger, source=source)
+    return info
 
 
 def client_connection_info(
@@ -192,6 +207,13 @@ def _fetch_pykube_authorization(pykube: Any, config: Any) -> tuple[Optional[str]
     response = api.get(version='', base='/')  # the status does not matter, only the sent headers
     header = response.request.headers.get('Authorization')
     return split_authorization(header)
+
+
+def _pykube_source(config: Any) -> str:
+    """Where pykube's cluster comes from: the names and the file (none in a cluster)."""
+    context: Optional[str] = config.current_context  # it is set: pykube has found the cluster by it
+    cluster: Optional[str] = (config.contexts.get(context) or {}).get('cluster')
+    return _kubeconfig.describe_cluster(cluster, context=context, origin=getattr(config, 'kubeconfig_file', None))
 
 
 def _pykube_bytes(value: Any) -> Optional[bytes]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from typing import Any, Optional
 
 import kopf
-from kopf_client import _piggybacking
+from kopf_client import _kubeconfig, _piggybacking, _tls
 
 KUBERNETES_ASYNCIO_MODULE = 'kubernetes_asyncio'
 
@@ -28,6 +29,7 @@ async def login_via_async_client(*, logger: Any, **_: Any) -> Optional[kopf.Conn
     importlib.import_module(f'{KUBERNETES_ASYNCIO_MODULE}.config')
     importlib.import_module(f'{KUBERNETES_ASYNCIO_MODULE}.client')
     in_cluster = False
+    source: Optional[str] = None
     try:
         library.config.load_incluster_config()
         in_cluster = True
@@ -39,6 +41,8 @@ async def login_via_async_client(*, logger: Any, **_: Any) -> Optional[kopf.Conn
         except (library.config.ConfigException, OSError) as exc:
             _piggybacking.report_no_config(logger, 'Async client', exc)
             return None
+        # It reads the booleans as loosely as the synchronous client does (see `_piggybacking`).
+        source = _kubeconfig.check_current_cluster(os.environ)
 
     config: Any = library.client.Configuration.get_default_copy()
     # The loaders put the token (with its scheme) here; for exec plugins and auth providers,
@@ -48,8 +52,10 @@ async def login_via_async_client(*, logger: Any, **_: Any) -> Optional[kopf.Conn
         header = await header
     scheme, token = _piggybacking.split_authorization(header)
 
-    return _piggybacking.client_connection_info(config, scheme=scheme, token=token, priority=PRIORITY,
+    info = _piggybacking.client_connection_info(config, scheme=scheme, token=token, priority=PRIORITY,
                                                 namespace=await _namespace(library, in_cluster=in_cluster))
+    _tls.warn_if_insecure(info, logger=logger, source=source)
+    return info
 
 
 async def _namespace(library: Any, *, in_cluster: bool) -> Optional[str]:

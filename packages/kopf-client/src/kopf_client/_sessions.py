@@ -53,16 +53,36 @@ def make_session(
     would make the regular requests wait behind them. With ``trust_env`` (of
     the settings or the credentials), the proxy variables and ``~/.netrc`` apply.
     """
-    all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {})}
-    if info.token:
-        all_headers['Authorization'] = f'{info.scheme or "Bearer"} {info.token}'
-    elif info.username is not None:
-        # Encoded here rather than with aiohttp.BasicAuth: it is deprecated in newer aiohttp versions.
-        pair = f'{info.username}:{info.password or ""}'.encode()
-        all_headers['Authorization'] = f'Basic {base64.b64encode(pair).decode("ascii")}'
-    connector = aiohttp.TCPConnector(limit=0, ssl=_tls.make_ssl_context(info))
+    ssl_context = _tls.make_ssl_context(info)  # first: if it fails, no secrets are in this frame's locals
+    all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {}), **_authorization(info)}
+    connector = aiohttp.TCPConnector(limit=0, ssl=ssl_context)
     return aiohttp.ClientSession(connector=connector, headers=all_headers,
                                  trust_env=trust_env or info.trust_env)
+
+
+class HiddenStr(str):
+    """
+    A header value that is sent as it is, but is never shown by ``repr()``.
+
+    aiohttp keeps the request's headers in its errors (e.g. the ``request_info``
+    of :class:`aiohttp.ClientResponseError`, whose repr shows them) and in the
+    locals of its frames, which error trackers and ``pytest --showlocals`` print.
+    """
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return '<hidden>'
+
+
+def _authorization(info: clients.ConnectionInfo) -> Dict[str, str]:
+    """The ``Authorization`` header of these credentials, if any."""
+    if info.token:
+        return {'Authorization': HiddenStr(f'{info.scheme or "Bearer"} {info.token}')}
+    if info.username is not None:
+        # Encoded here rather than with aiohttp.BasicAuth: it is deprecated in newer aiohttp versions.
+        pair = base64.b64encode(f'{info.username}:{info.password or ""}'.encode()).decode('ascii')
+        return {'Authorization': HiddenStr(f'Basic {pair}')}
+    return {}
 
 
 # How long to let the closed TLS connections shut down (aiohttp's own advice for graceful exits).

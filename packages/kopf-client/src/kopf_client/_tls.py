@@ -7,17 +7,45 @@ a kubeconfig, or the output of an exec plugin). Such data is written to files
 in a private temporary directory (readable only by the current user), loaded,
 and removed at once: the context keeps the loaded keys in memory, so the
 secrets stay on disk only for the duration of the loading.
+
+Credentials without TLS verification (``insecure``) are said aloud, once: a
+WARNING naming the server, either by the login function that has read them
+(which also knows the kubeconfig's context and file) or, for those of the
+operator's own login handlers, here when the TLS context is built for them.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import ssl
 import tempfile
-from typing import Iterator, Optional, Union
+import weakref
+from typing import Any, Iterator, Optional, Union
 
 from kopf import clients
+
+logger = logging.getLogger(__name__)
+
+# The credentials already warned about as insecure, by identity (not by equality: the same values
+# from another login are warned about again). Weak: the credentials are dropped when no longer used.
+_warned: weakref.WeakValueDictionary[int, clients.ConnectionInfo] = weakref.WeakValueDictionary()
+
+
+def warn_if_insecure(info: clients.ConnectionInfo, *, logger: Any = logger, source: Optional[str] = None) -> None:
+    """
+    Say that TLS verification is off for these credentials (if it is), naming the server and the source.
+
+    The login functions call it once per login, with the kubeconfig's context and file as the source;
+    :func:`make_ssl_context` then stays silent for those credentials.
+    """
+    if info.insecure:
+        where = f' ({source})' if source else ''
+        logger.warning(f"TLS verification is off for {info.server}{where}: the server's certificate is not "
+                       f"checked, so the credentials go to whoever answers at this address. Give the server's CA "
+                       f"instead (certificate-authority in a kubeconfig, ca_path or ca_data in a ConnectionInfo).")
+        _warned[id(info)] = info
 
 
 def make_ssl_context(info: clients.ConnectionInfo) -> ssl.SSLContext:
@@ -29,12 +57,17 @@ def make_ssl_context(info: clients.ConnectionInfo) -> ssl.SSLContext:
     credentials skip both the verification and the hostname check, but still
     present the client certificate, if any.
     """
+    if info.insecure is not None and not isinstance(info.insecure, bool):
+        # E.g. "false" read from a file as it is: truthy, so it would silently mean "insecure".
+        raise ValueError(f"ConnectionInfo.insecure must be True, False, or None, not {info.insecure!r}.")
     context = ssl.create_default_context(
         purpose=ssl.Purpose.SERVER_AUTH,
         cafile=info.ca_path,
         cadata=_as_cadata(info.ca_data),
     )
     if info.insecure:
+        if _warned.get(id(info)) is not info:  # not yet by the login function that made them
+            warn_if_insecure(info, source="insecure=True in the login handler's ConnectionInfo")
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if info.certificate_path or info.certificate_data:

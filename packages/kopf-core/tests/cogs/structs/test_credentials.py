@@ -7,13 +7,16 @@ clock, so expiring credentials are made either clearly past or clearly future,
 except for one test with a tiny real wait for the expiration itself.
 """
 import asyncio
+import dataclasses
 import datetime
+import logging
 import random
 from typing import Any, List, Sequence
 
 import pytest
 
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault, VaultKey
+from kopf._core.actions.progression import HandlerOutcome
 
 UTC = datetime.timezone.utc
 PAST = datetime.datetime(2000, 1, 1, tzinfo=UTC)
@@ -54,6 +57,68 @@ def test_aware_expiration_is_converted_to_utc() -> None:
 def test_expiration_is_compared_in_utc(expiration: datetime.datetime, expected: bool) -> None:
     now = datetime.datetime(2020, 1, 1, 12, 0, 0, tzinfo=UTC)
     assert info('t', expiration=expiration).is_expired(now) is expected
+
+
+# Reprs: they reach logs, error trackers, and test reports (issue 27 §4).
+
+TOKEN, PASSWORD, KEY = 'secret-token-1', 'secret-password-2', b'-----BEGIN PRIVATE KEY-----secret-key-3'
+
+
+def full_info() -> ConnectionInfo:
+    return ConnectionInfo(
+        server='https://k8s.example:6443', ca_path='/ca.crt', insecure=False,
+        username='admin', password=PASSWORD, scheme='Bearer', token=TOKEN,
+        certificate_data=b'-----BEGIN CERTIFICATE-----public', private_key_data=KEY,
+        default_namespace='ns', priority=5, trust_env=True)
+
+
+def test_repr_hides_the_secrets_and_shows_the_rest() -> None:
+    assert repr(full_info()) == (
+        "ConnectionInfo(server='https://k8s.example:6443', ca_path='/ca.crt', ca_data=None, insecure=False, "
+        "username='admin', password=<hidden>, scheme='Bearer', token=<hidden>, certificate_path=None, "
+        "certificate_data=b'-----BEGIN CERTIFICATE-----public', private_key_path=None, "
+        "private_key_data=<hidden>, default_namespace='ns', priority=5, expiration=None, trust_env=True)")
+
+
+def test_repr_shows_the_absent_secrets_as_none() -> None:
+    text = repr(ConnectionInfo(server='https://k8s.example', private_key_path='/client.key'))
+    assert "password=None" in text and "token=None" in text and "private_key_data=None" in text
+    assert "private_key_path='/client.key'" in text  # a path is not a secret
+
+
+def test_str_is_the_repr() -> None:
+    assert str(full_info()) == repr(full_info())
+
+
+def test_the_secrets_are_still_there_and_compared() -> None:
+    info = full_info()
+    assert (info.token, info.password, info.private_key_data) == (TOKEN, PASSWORD, KEY)
+    assert info == full_info()
+    assert info != dataclasses.replace(info, token='another-token')
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.token = 'x'  # type: ignore[misc]
+
+
+def test_the_fields_are_those_of_a_dataclass() -> None:
+    assert [field.name for field in dataclasses.fields(ConnectionInfo)] == [
+        'server', 'ca_path', 'ca_data', 'insecure', 'username', 'password', 'scheme', 'token',
+        'certificate_path', 'certificate_data', 'private_key_path', 'private_key_data',
+        'default_namespace', 'priority', 'expiration', 'trust_env']
+
+
+def test_no_secrets_in_the_objects_that_hold_connection_infos(caplog: pytest.LogCaptureFixture) -> None:
+    info = full_info()
+    vault = Vault({'login_fn': info})
+    holders = [info, vault, *vault._current.values(), HandlerOutcome(final=True, result=info), [info], {'k': info}]
+    logger = logging.getLogger('test.secrets')
+    with caplog.at_level(logging.DEBUG, logger='test.secrets'):
+        for holder in holders:
+            logger.info("%r / %s", holder, holder)
+            logger.info(f"{holder!r} / {holder}")
+    texts = [*map(repr, holders), *map(str, holders), caplog.text]
+    assert caplog.records
+    for secret in (TOKEN, PASSWORD, KEY.decode()):
+        assert not [text for text in texts if secret in text]
 
 
 # Selecting.

@@ -29,7 +29,12 @@ class AccessError(Exception):
     """Raised when the vault is used while it was never populated and cannot be."""
 
 
-@dataclasses.dataclass(frozen=True)
+# The fields whose values are secrets: never shown in reprs (which reach logs, error trackers, test reports).
+# The paths, the CA and the client certificate are not secrets; the username is an identity, not a secret.
+SECRET_FIELDS = frozenset({'password', 'token', 'private_key_data'})
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
 class ConnectionInfo:
     """A single endpoint with specific credentials and connection flags to use."""
     server: str  # e.g. "https://localhost:443"
@@ -48,6 +53,15 @@ class ConnectionInfo:
     priority: int = 0
     expiration: Optional[datetime.datetime] = None  # TZ-naive means UTC
     trust_env: bool = False  # use the proxy variables & ~/.netrc (also if settings.networking.trust_env)
+
+    def __repr__(self) -> str:
+        """As the dataclass's own repr, but with the secrets hidden (``None`` is shown: it says they are absent)."""
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            hidden = field.name in SECRET_FIELDS and value is not None
+            shown.append(f'{field.name}={"<hidden>" if hidden else repr(value)}')
+        return f'{type(self).__qualname__}({", ".join(shown)})'
 
     @property
     def expiration_utc(self) -> Optional[datetime.datetime]:
