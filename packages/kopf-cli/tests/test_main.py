@@ -11,11 +11,15 @@ from click.testing import CliRunner
 from kopf_cli.main import main
 
 
-def test_version_shows_the_versions_of_the_packages(runner: CliRunner) -> None:
+def test_version_is_printed_as_kopf_prints_it(runner: CliRunner) -> None:
     result = runner.invoke(main, ['--version'])
     assert result.exit_code == 0
-    for package in ['kopf-core', 'kopf-client', 'kopf-cli']:
-        assert f"{package} {importlib.metadata.version(package)}" in result.output
+    assert result.output == f"kopf, version {importlib.metadata.version('kopf-core')}\n"
+
+
+def test_version_is_described_in_the_help(runner: CliRunner) -> None:
+    result = runner.invoke(main, ['--help'])
+    assert "--version  Show the version and exit." in result.output
 
 
 def test_help_lists_the_commands(runner: CliRunner) -> None:

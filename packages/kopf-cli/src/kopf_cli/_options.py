@@ -65,3 +65,14 @@ def logging_options(fn: _FnT) -> _FnT:
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"kopf, version {kopf.__version__}")  # as Kopf prints it: scripts parse it
+        ctx.exit()
+
+
+version_option = click.option(
+    '--version', is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+    help="Show the version and exit.")

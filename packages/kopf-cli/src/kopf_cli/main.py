@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.metadata
 import os
 from typing import Any, Callable, Collection, Optional
 
@@ -28,28 +27,10 @@ from kopf_cli._controls import CLIControls
 
 _DEV_PRIORITY = 666
 _UNREACHABLE = "Cannot reach the cluster (check the server in the kubeconfig, and the network)"
-_PACKAGES = ('kopf-core', 'kopf-client', 'kopf-cli')
-
-
-def _get_versions() -> str:
-    versions = []
-    for package in _PACKAGES:
-        try:
-            versions.append(f"{package} {importlib.metadata.version(package)}")
-        except importlib.metadata.PackageNotFoundError:
-            versions.append(f"{package} (not installed)")
-    return ', '.join(versions)
-
-
-def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        click.echo(f"kopf: {_get_versions()}")
-        ctx.exit()
 
 
 @click.group(name='kopf', context_settings=dict(auto_envvar_prefix='KOPF'))
-@click.option('--version', is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
-              help="Show the versions of the kopf packages and exit.")
+@_options.version_option
 def main() -> None:
     """Kubernetes Operator Pythonic Framework: run and control the operators."""
 

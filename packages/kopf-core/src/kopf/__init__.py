@@ -26,6 +26,7 @@ from kopf._cogs.configs.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
+from kopf._cogs.helpers import installation as _installation
 from kopf._cogs.helpers.typedefs import Logger, RawBody, RawEvent, RawEventType, RawMeta, RawPatch
 from kopf._cogs.structs.bodies import (
     Annotations,
@@ -94,6 +95,9 @@ from kopf._core.intents.registries import OperatorRegistry, get_default_registry
 from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
 from kopf.on import daemon, index, register, subhandler, timer
 
+# Installed into one folder with Kopf's own "kopf", the files of both are mixed: say what to do.
+_installation.warn_if_coinstalled(__file__)
+
 # Names provided by the optional add-on packages: name -> (module, attribute, package to install).
 _LAZY = {
     'login_with_kubeconfig': ('kopf_client', 'login_with_kubeconfig', 'kopf-client'),
@@ -113,6 +117,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == '__version__':  # lazily: the package metadata is not cheap to read at import
+        return _installation.get_version()
     if name in ('cli', 'testing'):  # real submodules, which import their add-on packages
         return importlib.import_module(f'kopf.{name}')
     if name not in _LAZY:
@@ -127,7 +133,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     # The lazy names are public too (but not in __all__: a star-import must not need the add-ons).
-    return sorted({*globals(), *_LAZY, 'cli', 'testing'})
+    return sorted({*globals(), *_LAZY, 'cli', 'testing', '__version__'})
 
 
 __all__ = [
