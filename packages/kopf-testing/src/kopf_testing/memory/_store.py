@@ -159,7 +159,9 @@ class MemoryApi:
                           and (start is None or key > start))
             matching = [key for key in keys if matches(objects[key])]
             page = matching[:limit] if limit else matching
-            more = bool(limit) and len(matching) > len(page)
+            # As the API server: more pages if any objects follow the page's last one, selected or not
+            # (it stops reading at the limit, so it does not know whether the rest would be selected).
+            more = bool(limit) and len(page) == limit and page[-1] != keys[-1]
             token = self._make_continue(snapshot_rv, page[-1]) if more else None
             items = [copy.deepcopy(objects[key]) for key in page]  # with their kind, as kopf-client completes them
             return items, str(snapshot_rv), token
