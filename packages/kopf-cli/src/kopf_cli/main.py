@@ -111,8 +111,20 @@ def run(
     _loading.check_handlers(controls.registry if controls.registry is not None else kopf.get_default_registry())
 
     try:
-        _run(controls=controls, standalone=standalone, dev=dev, peering_name=peering_name, priority=priority,
-             liveness_endpoint=liveness_endpoint, clusterwide=clusterwide, namespaces=namespaces)
+        kopf.run(
+            loop=controls.loop if controls.loop is not None else _get_default_loop(),
+            registry=controls.registry,
+            settings=controls.settings,
+            stop_flag=controls.stop_flag,
+            ready_flag=controls.ready_flag,
+            vault=controls.vault,
+            standalone=standalone,
+            priority=_DEV_PRIORITY if dev else priority,  # --dev wins, as in Kopf
+            peering_name=peering_name,
+            liveness_endpoint=liveness_endpoint,
+            clusterwide=clusterwide,
+            namespaces=tuple(namespaces),
+        )
     except kopf.LivenessEndpointError as e:  # a malformed URL, or a port that is in use
         raise click.ClickException(str(e)) from e
     except kopf.LoginError as e:
@@ -123,33 +135,6 @@ def run(
     except OSError as e:
         # The network errors that remain after the client's retries: the cluster is not there.
         raise click.ClickException(f"{_UNREACHABLE}: {e}") from e
-
-
-def _run(
-        *,
-        controls: CLIControls,
-        standalone: Optional[bool],
-        dev: bool,
-        peering_name: Optional[str],
-        priority: Optional[int],
-        liveness_endpoint: Optional[str],
-        clusterwide: bool,
-        namespaces: Collection[str],
-) -> None:
-    kopf.run(
-        loop=controls.loop if controls.loop is not None else _get_default_loop(),
-        registry=controls.registry,
-        settings=controls.settings,
-        stop_flag=controls.stop_flag,
-        ready_flag=controls.ready_flag,
-        vault=controls.vault,
-        standalone=standalone,
-        priority=_DEV_PRIORITY if dev else priority,  # --dev wins, as in Kopf
-        peering_name=peering_name,
-        liveness_endpoint=liveness_endpoint,
-        clusterwide=clusterwide,
-        namespaces=tuple(namespaces),
-    )
 
 
 _FREEZE_PRIORITY = 100

@@ -11,16 +11,17 @@ cleanup handlers, and release the connections.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.metadata
 import logging
 import signal
 import threading
-from typing import Any, Collection, Dict, List, Optional, Sequence
+from typing import Any, Collection, Dict, List, Optional
 
 from kopf._cogs.aiokits import aioadapters, aiostopping
 from kopf._cogs.clients import drivers, protocols
 from kopf._cogs.configs import configuration
-from kopf._cogs.structs import credentials, ephemera, references
+from kopf._cogs.structs import credentials, ephemera
 from kopf._core.actions import lifecycles
 from kopf._core.engines import (
     activities,
@@ -33,7 +34,16 @@ from kopf._core.engines import (
     webhookserving,
 )
 from kopf._core.intents import handlers, registries
-from kopf._core.reactor import collecting, coordination, exiting, inventory, observation, orchestration, processing
+from kopf._core.reactor import (
+    collecting,
+    coordination,
+    exiting,
+    inventory,
+    observation,
+    options,
+    orchestration,
+    processing,
+)
 
 logger = logging.getLogger('kopf.reactor.running')
 
@@ -57,40 +67,12 @@ def _version() -> str:
         return 'unknown'
 
 
-def run(
-        *,
-        loop: Optional[asyncio.AbstractEventLoop] = None,
-        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
-        indexers: Optional[Any] = None,
-        registry: Optional[registries.OperatorRegistry] = None,
-        settings: Optional[configuration.OperatorSettings] = None,
-        memories: Optional[inventory.ObjectMemories] = None,
-        insights: Optional[observation.Insights] = None,
-        identity: Optional[str] = None,
-        standalone: Optional[bool] = None,
-        priority: Optional[int] = None,
-        peering_name: Optional[str] = None,
-        liveness_endpoint: Optional[str] = None,
-        clusterwide: bool = False,
-        namespaces: Collection[references.NamespacePattern] = (),
-        namespace: Optional[references.NamespacePattern] = None,
-        stop_flag: Optional[aioadapters.Flag] = None,
-        ready_flag: Optional[aioadapters.Flag] = None,
-        vault: Optional[credentials.Vault] = None,
-        memo: Optional[object] = None,
-        client: Optional[protocols.ClientDriver] = None,
-        _command: Optional[Any] = None,
-) -> None:
+@options.taking(options.RunOptions)
+def run(opts: options.RunOptions) -> None:
     """Run the operator in the given or a new event loop until it exits (blocking)."""
-    coro = operator(
-        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
-        memories=memories, insights=insights, identity=identity, standalone=standalone,
-        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
-        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
-        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, client=client,
-        _command=_command)
-    own_loop = loop is None
-    real_loop = loop if loop is not None else asyncio.new_event_loop()
+    coro = operator(**_as_kwargs(opts.operator_options()))
+    own_loop = opts.loop is None
+    real_loop = opts.loop if opts.loop is not None else asyncio.new_event_loop()
     collecting.tune_garbage_collection()  # the process is the operator's: see the module
     try:
         real_loop.run_until_complete(coro)
@@ -102,6 +84,11 @@ def run(
     finally:
         if own_loop:
             real_loop.close()
+
+
+def _as_kwargs(opts: options.OperatorOptions) -> Dict[str, Any]:
+    # The options as given (not a deep copy: registries, vaults and flags are shared by design).
+    return {field.name: getattr(opts, field.name) for field in dataclasses.fields(opts)}
 
 
 def _finish_hung_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -119,94 +106,21 @@ def _finish_hung_tasks(loop: asyncio.AbstractEventLoop) -> None:
         logger.warning(f"Hung tasks are left behind at exit (they ignore the cancellation): {names}")
 
 
-async def operator(
-        *,
-        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
-        indexers: Optional[Any] = None,
-        registry: Optional[registries.OperatorRegistry] = None,
-        settings: Optional[configuration.OperatorSettings] = None,
-        memories: Optional[inventory.ObjectMemories] = None,
-        insights: Optional[observation.Insights] = None,
-        identity: Optional[str] = None,
-        standalone: Optional[bool] = None,
-        priority: Optional[int] = None,
-        peering_name: Optional[str] = None,
-        liveness_endpoint: Optional[str] = None,
-        clusterwide: bool = False,
-        namespaces: Collection[references.NamespacePattern] = (),
-        namespace: Optional[references.NamespacePattern] = None,
-        stop_flag: Optional[aioadapters.Flag] = None,
-        ready_flag: Optional[aioadapters.Flag] = None,
-        vault: Optional[credentials.Vault] = None,
-        memo: Optional[object] = None,
-        client: Optional[protocols.ClientDriver] = None,
-        _command: Optional[Any] = None,
-) -> None:
+@options.taking_async(options.OperatorOptions)
+async def operator(opts: options.OperatorOptions) -> None:
     """Run the operator in the current event loop until it exits (the embedding API)."""
-    tasks = await spawn_tasks(
-        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
-        memories=memories, insights=insights, identity=identity, standalone=standalone,
-        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
-        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
-        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, client=client,
-        _command=_command)
+    tasks = await spawn_tasks(**_as_kwargs(opts))
     await run_tasks(tasks)
 
 
-async def spawn_tasks(
-        *,
-        lifecycle: Optional[lifecycles.LifeCycleFn] = None,
-        indexers: Optional[Any] = None,
-        registry: Optional[registries.OperatorRegistry] = None,
-        settings: Optional[configuration.OperatorSettings] = None,
-        memories: Optional[inventory.ObjectMemories] = None,
-        insights: Optional[observation.Insights] = None,
-        identity: Optional[str] = None,
-        standalone: Optional[bool] = None,
-        priority: Optional[int] = None,
-        peering_name: Optional[str] = None,
-        liveness_endpoint: Optional[str] = None,
-        clusterwide: bool = False,
-        namespaces: Collection[references.NamespacePattern] = (),
-        namespace: Optional[references.NamespacePattern] = None,
-        stop_flag: Optional[aioadapters.Flag] = None,
-        ready_flag: Optional[aioadapters.Flag] = None,
-        vault: Optional[credentials.Vault] = None,
-        memo: Optional[object] = None,
-        client: Optional[protocols.ClientDriver] = None,
-        _command: Optional[Any] = None,
-) -> Collection[asyncio.Task[None]]:
-    """Prepare the operator and spawn its root task (the embedding API)."""
-    registry = registry if registry is not None else registries.get_default_registry()
-    settings = settings if settings is not None else configuration.OperatorSettings()
-    driver = client if client is not None else drivers.find_driver()  # fail early: nothing works without it
-    endpoint = probing.parse_endpoint(liveness_endpoint) if liveness_endpoint is not None else None
-    if namespace is not None:
-        namespaces = (*namespaces, namespace)
-    if not clusterwide and not namespaces:
-        logger.warning("Neither namespaces nor the cluster-wide mode are given: serving the whole cluster. "
-                       "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
-        clusterwide = True
-    if standalone is not None:
-        settings.peering.standalone = standalone
-    if priority is not None:
-        settings.peering.priority = priority
-    if peering_name is not None:
-        settings.peering.name = peering_name
-        settings.peering.mandatory = True
-    settings.peering.clusterwide = clusterwide
-
-    lifecycle_ = _Lifecycle(
-        registry=registry, settings=settings, driver=driver,
-        vault=vault if vault is not None else credentials.Vault(),
-        memo=memo if memo is not None else ephemera.Memo(),
-        memories=memories if memories is not None else inventory.ObjectMemories(),
-        indexers=indexers if isinstance(indexers, indexing.OperatorIndexers) else indexing.OperatorIndexers(),
-        insights=insights if insights is not None else observation.Insights(),
-        clusterwide=clusterwide, namespaces=tuple(namespaces), identity=identity,
-        stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=endpoint,
-        lifecycle=lifecycles.validate(lifecycle))
-    return [asyncio.create_task(lifecycle_.run(), name='kopf operator')]
+@options.taking_async(options.OperatorOptions)
+async def spawn_tasks(opts: options.OperatorOptions) -> Collection[asyncio.Task[None]]:
+    """Prepare the operator and spawn its root tasks (the embedding API)."""
+    lifecycle = _Lifecycle(opts)
+    tasks = [asyncio.create_task(lifecycle.run(), name='kopf operator')]
+    if opts._command is not None:
+        tasks.append(asyncio.create_task(opts._command, name='the command'))
+    return tasks
 
 
 async def run_tasks(
@@ -214,9 +128,14 @@ async def run_tasks(
         *,
         ignored: Collection[asyncio.Task[Any]] = frozenset(),
 ) -> None:
-    """Wait for the root tasks; if one fails, stop the others and re-raise its error."""
+    """
+    Wait for the root tasks; when one ends (or fails), stop the others; re-raise a failure.
+
+    The operator's own task ends only when the operator exits; a command given
+    with ``_command=`` stops the operator when it ends.
+    """
     try:
-        done, pending = await asyncio.wait(root_tasks, return_when=asyncio.FIRST_EXCEPTION)
+        done, pending = await asyncio.wait(root_tasks, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         for task in root_tasks:
             task.cancel()
@@ -228,48 +147,54 @@ async def run_tasks(
         await asyncio.wait(pending)
     aiostopping.report_stopped('Root', [task for task in root_tasks if not task.done()], logger=logger)
     for task in done:
-        if task not in ignored and not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        error = None if task in ignored or task.cancelled() else task.exception()
+        if error is not None:
+            raise error
+
+
+def _apply_peering_options(
+        peering_settings: configuration.PeeringSettings,
+        opts: options.OperatorOptions,
+        *,
+        clusterwide: bool,
+) -> None:
+    """The peering options of the call override the settings (which the startup handlers may tune)."""
+    if opts.standalone is not None:
+        peering_settings.standalone = opts.standalone
+    if opts.priority is not None:
+        peering_settings.priority = opts.priority
+    if opts.peering_name is not None:
+        peering_settings.name = opts.peering_name
+        peering_settings.mandatory = True
+    peering_settings.clusterwide = clusterwide
 
 
 class _Lifecycle:
     """The operator's life from the start to the exit: one instance per operator."""
 
-    def __init__(
-            self,
-            *,
-            registry: registries.OperatorRegistry,
-            settings: configuration.OperatorSettings,
-            driver: protocols.ClientDriver,
-            vault: credentials.Vault,
-            memo: Any,
-            memories: inventory.ObjectMemories,
-            indexers: indexing.OperatorIndexers,
-            insights: observation.Insights,
-            clusterwide: bool,
-            namespaces: Sequence[str],
-            identity: Optional[str],
-            stop_flag: Optional[aioadapters.Flag],
-            ready_flag: Optional[aioadapters.Flag],
-            liveness_endpoint: Optional[probing.Endpoint],
-            lifecycle: Optional[lifecycles.LifeCycleFn] = None,
-    ) -> None:
-        self.registry = registry
-        self.settings = settings
-        self.driver = driver
-        self.vault = vault
-        self.memo = memo
-        self.memories = memories
-        self.indexers = indexers
-        self.indexers.ensure(registry)
-        self.insights = insights
-        self.clusterwide = clusterwide
-        self.namespaces = namespaces
-        self.identity = identity if identity is not None else peering.detect_own_id()
-        self.stop_flag = stop_flag
-        self.ready_flag = ready_flag
-        self.liveness_endpoint = liveness_endpoint
-        self.lifecycle = lifecycle
+    def __init__(self, opts: options.OperatorOptions) -> None:
+        self.registry = opts.registry if opts.registry is not None else registries.get_default_registry()
+        self.settings = opts.settings if opts.settings is not None else configuration.OperatorSettings()
+        self.driver = opts.client if opts.client is not None else drivers.find_driver()  # nothing works without
+        self.liveness_endpoint = None if opts.liveness_endpoint is None else probing.parse_endpoint(
+            opts.liveness_endpoint)
+        self.namespaces = opts.all_namespaces
+        self.clusterwide = opts.clusterwide
+        if not self.clusterwide and not self.namespaces:
+            logger.warning("Neither namespaces nor the cluster-wide mode are given: serving the whole cluster. "
+                           "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
+            self.clusterwide = True
+        _apply_peering_options(self.settings.peering, opts, clusterwide=self.clusterwide)
+        self.vault = opts.vault if opts.vault is not None else credentials.Vault()
+        self.memo = opts.memo if opts.memo is not None else ephemera.Memo()
+        self.memories = opts.memories if opts.memories is not None else inventory.ObjectMemories()
+        self.indexers = opts.indexers if opts.indexers is not None else indexing.OperatorIndexers()
+        self.indexers.ensure(self.registry)
+        self.insights = opts.insights if opts.insights is not None else observation.Insights()
+        self.identity = opts.identity if opts.identity is not None else peering.detect_own_id()
+        self.stop_flag = opts.stop_flag
+        self.ready_flag = opts.ready_flag
+        self.lifecycle = lifecycles.validate(opts.lifecycle)
         self.listing = probing.ListingReadiness()  # for the readiness probe
         self.stopping = asyncio.Event()
         self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
@@ -291,9 +216,8 @@ class _Lifecycle:
                 memo=self.memo, ready=authenticated)), name='credentials retriever'))
             await self._until_stopped_or(authenticated.wait())
             if not self.stopping.is_set():
-                await activities.run_activity(activity=handlers.Activity.STARTUP, registry=self.registry,
-                                              settings=self.settings, memo=self.memo,
-                                              extra_kwargs=self.indexers.as_kwargs())
+                await self._run_startup()
+            if not self.stopping.is_set():
                 webhookserving.check_setup(registry=self.registry, settings=self.settings)
                 background.extend(await self._spawn_serving(client))
                 aioadapters.raise_flag(self.ready_flag)
@@ -312,8 +236,20 @@ class _Lifecycle:
                     self.ultimate_exit.cancel()
         # Re-raise the failures of the background tasks (e.g. a failed authentication).
         for task in background:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            error = task.exception() if task.done() and not task.cancelled() else None
+            if error is not None:
+                raise error
+
+    async def _run_startup(self) -> None:
+        """Run the startup handlers, unless the operator is asked to stop meanwhile (e.g. while retrying)."""
+        startup = asyncio.ensure_future(activities.run_activity(
+            activity=handlers.Activity.STARTUP, registry=self.registry, settings=self.settings,
+            memo=self.memo, extra_kwargs=self.indexers.as_kwargs()))
+        await self._until_stopped_or(startup)
+        if startup.cancelled():
+            logger.warning("Startup activity is only partially executed due to cancellation.")
+        else:
+            startup.result()  # re-raise the activity's failure, if any
 
     async def _spawn_serving(self, client: protocols.ApiClient) -> List[asyncio.Task[Any]]:
         context = processing.ProcessingContext(
