@@ -10,7 +10,7 @@ from typing import Any
 
 import kopf
 
-IGNORED = ['spec.ignored', ('metadata', 'labels', 'noise')]
+IGNORED: list[str | tuple[str, ...]] = ['spec.ignored', ('metadata', 'labels', 'noise')]
 
 
 @kopf.on.startup()
