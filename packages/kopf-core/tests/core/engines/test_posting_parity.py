@@ -370,3 +370,20 @@ async def test_stopping_the_poster_stops_its_workers(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert not any(t.get_name().startswith('poster of events for') for t in asyncio.all_tasks())
+
+
+@pytest.mark.looptime
+async def test_one_objects_flood_while_retrying_is_bounded(
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(posting, 'QUEUE_LIMIT', 3)
+    client = ScriptedClient(failures={'R0': [forbidden()]})
+    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    kopf.info(POD1, reason='R0', backoffs=[10])
+    await asyncio.sleep(1)  # the first post has failed and waits for its retry
+    for i in range(1, 10):
+        kopf.info(POD1, reason=f'R{i}')
+    await event_queue.join()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert client.created == ['R0', 'R1', 'R2', 'R3']  # 3 more fit in the object's backlog

@@ -393,14 +393,20 @@ async def poster(
             key = _object_key(event.ref)
             if key not in backlogs:
                 await slots.acquire()
-                backlogs[key] = asyncio.Queue()
+                # Bounded as the main queue is: one object's flood while its posts are retried
+                # drops that object's newest events instead of growing the memory without a bound.
+                backlogs[key] = asyncio.Queue(maxsize=QUEUE_LIMIT)
                 worker = asyncio.create_task(_post_backlog(
                     key=key, backlogs=backlogs, slots=slots,
                     event_queue=event_queue, client=client, settings=settings),
                     name=f'poster of events for {key!r}')
                 workers.add(worker)
                 worker.add_done_callback(workers.discard)
-            backlogs[key].put_nowait(event)
+            try:
+                backlogs[key].put_nowait(event)
+            except asyncio.QueueFull:
+                logger.debug(f"Too many k8s-events are queued; dropping one: {event.reason}: {event.message}")
+                event_queue.task_done()
     finally:
         for worker in workers:
             worker.cancel()
