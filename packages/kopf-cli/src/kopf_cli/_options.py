@@ -8,7 +8,8 @@ in the wrong format, or would be lost or shown in spite of the verbosity.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, TypeVar
+import os
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import click
 
@@ -76,3 +77,18 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 version_option = click.option(
     '--version', is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
     help="Show the version and exit.")
+
+
+def check_namespaces(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> Sequence[str]:
+    """
+    Refuse the ``--namespace`` patterns that can never match a namespace (as the core does), before the run.
+
+    ``$KOPF_RUN_NAMESPACE`` (the legacy variable that ``kopf run`` adds to them) is checked too,
+    so that every typo is one line of usage error, not a traceback after the operator's imports.
+    """
+    legacy = os.environ.get('KOPF_RUN_NAMESPACE')
+    try:
+        kopf.check_namespace_patterns([*value, *([legacy] if legacy else [])])
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from e
+    return value

@@ -70,6 +70,7 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
 @main.command()
 @_options.logging_options
 @click.option('-n', '--namespace', 'namespaces', multiple=True, metavar='PATTERN',
+              callback=_options.check_namespaces,
               help="Serve this namespace or the namespaces matching the pattern (repeatable).")
 @click.option('-A', '--all-namespaces', 'clusterwide', is_flag=True,
               help="Serve the whole cluster via the cluster-wide API endpoints.")

@@ -55,6 +55,7 @@ from kopf._cogs.structs.hierarchies import (
 )
 from kopf._cogs.structs.patches import Patch, PatchFn
 from kopf._cogs.structs.references import EVERYTHING, Resource
+from kopf._cogs.structs.references import check_namespace_patterns as check_namespace_patterns  # for kopf-cli
 from kopf._cogs.structs.reviews import (
     Headers,
     Operation,

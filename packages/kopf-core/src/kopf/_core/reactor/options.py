@@ -97,6 +97,7 @@ class OperatorOptions:
         if self.indexers is not None and not isinstance(self.indexers, indexing.OperatorIndexers):
             raise TypeError(f"indexers= must be a kopf.OperatorIndexers (or None), "
                             f"got {type(self.indexers).__name__}.")
+        references.check_namespace_patterns(self.all_namespaces)
 
     @property
     def all_namespaces(self) -> tuple[references.NamespacePattern, ...]:
