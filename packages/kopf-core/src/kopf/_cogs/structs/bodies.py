@@ -151,3 +151,14 @@ def as_raw(body: Mapping[str, Any]) -> typedefs.RawBody:
         raw = body.raw
         return raw if isinstance(raw, dict) else dict(raw)
     return body if isinstance(body, dict) else dict(body)
+
+
+def object_key(raw: Mapping[str, Any]) -> str:
+    """
+    The object's identity among the watched ones: its uid, or its namespace and name.
+
+    The uid tells a re-created object from its deleted namesake; the names are only
+    for bodies without a uid (e.g. in tests and hand-made events).
+    """
+    meta = raw.get('metadata', {})
+    return str(meta.get('uid') or f"{meta.get('namespace')}/{meta.get('name')}")

@@ -64,17 +64,30 @@ def build_changing_kwargs(
     )
     if handler is not None:
         kwargs.update(param=handler.param)
-    if state is not None:
-        kwargs.update(
-            retry=state.retries,
-            # Naive UTC, as users compare it with datetime.utcnow()-like values.
-            started=state.started.astimezone(datetime.timezone.utc).replace(tzinfo=None),
-            runtime=progression.utcnow() - state.started,
-        )
-    else:
-        now = progression.utcnow().replace(tzinfo=None)
-        kwargs.update(retry=0, started=now, runtime=datetime.timedelta(0))
+    kwargs.update(build_attempt_kwargs(state))
     return kwargs
+
+
+def build_handler_kwargs(
+        base: Mapping[str, Any],
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+) -> Dict[str, Any]:
+    """The base kwargs (of an object or an activity) with those of one handler's attempt."""
+    return dict(base, param=handler.param, **build_attempt_kwargs(state))
+
+
+def build_attempt_kwargs(state: Optional[progression.HandlerState]) -> Dict[str, Any]:
+    """``retry``, ``started``, ``runtime`` of a handler's attempt (the first one if no state)."""
+    if state is None:
+        now = progression.utcnow().replace(tzinfo=None)
+        return dict(retry=0, started=now, runtime=datetime.timedelta(0))
+    return dict(
+        retry=state.retries,
+        # Naive UTC, as users compare it with datetime.utcnow()-like values.
+        started=state.started.astimezone(datetime.timezone.utc).replace(tzinfo=None),
+        runtime=progression.utcnow() - state.started,
+    )
 
 
 def _resolve(obj: Any, path: tuple[str, ...]) -> Any:

@@ -15,6 +15,7 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials
 from kopf._core.actions import execution, lifecycles, progression
+from kopf._core.actions import kwargs as kwargs_
 from kopf._core.intents import handlers, registries
 
 
@@ -42,15 +43,10 @@ async def run_activity(
     state = progression.State({}).with_purpose(activity.value, selected)
     outcomes: Dict[handlers.HandlerId, progression.HandlerOutcome] = {}
 
+    base_kwargs = dict(extra_kwargs or {}, logger=logger, memo=memo, settings=settings, activity=activity)
+
     def build_kwargs(handler: handlers.BaseHandler, handler_state: progression.HandlerState) -> Dict[str, Any]:
-        return dict(
-            extra_kwargs or {},
-            logger=logger, memo=memo, settings=settings, param=handler.param,
-            retry=handler_state.retries,
-            started=handler_state.started.replace(tzinfo=None),
-            runtime=progression.utcnow() - handler_state.started,
-            activity=activity,
-        )
+        return kwargs_.build_handler_kwargs(base_kwargs, handler, handler_state)
 
     # All at once: the activities are the operator's own, no handler may wait for another one.
     context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,

@@ -19,10 +19,13 @@ import logging
 import warnings
 from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Optional, Set
 
-from kopf._cogs.structs import bodies, patches
-from kopf._core.actions import execution, invocation, progression, results
+from kopf._cogs.clients import protocols
+from kopf._cogs.configs import configuration
+from kopf._cogs.structs import bodies, patches, references
+from kopf._core.actions import application, execution, invocation, loggers, progression, results
+from kopf._core.actions import kwargs as kwargs_
 from kopf._core.engines import stoppers
-from kopf._core.intents import handlers
+from kopf._core.intents import causes, handlers
 
 logger = logging.getLogger('kopf.engines.daemons')
 
@@ -76,6 +79,33 @@ class DaemonContext:
     build_kwargs: KwargsBuilder
     apply_patch: PatchApplier
     pending_fns: List[Any]  # the object's patch.fns rejected by a conflict, carried to the next run
+
+
+def object_context(
+        *,
+        settings: configuration.OperatorSettings,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        memory: DaemonsMemory,
+        memo: Any,
+        indices: Mapping[str, Any],
+        pending_fns: List[Any],
+) -> DaemonContext:
+    """The context of one object's daemons: kwargs of their live body, their patches applied to it."""
+    live_body = memory.body
+    logger = loggers.ObjectLogger(body=live_body, settings=settings)
+
+    def build_kwargs(handler: handlers.BaseHandler, state: progression.HandlerState,
+                     patch: patches.Patch, body: Any) -> Dict[str, Any]:
+        cause = causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo,
+                                 logger=logger, indices=indices)
+        return kwargs_.build_handler_kwargs(kwargs_.build_resource_kwargs(cause), handler, state)
+
+    async def apply_patch(patch: patches.Patch) -> None:
+        await application.apply_patch(client=client, resource=resource, body=live_body, patch=patch, logger=logger)
+
+    return DaemonContext(settings=settings, logger=logger, memo=memo, build_kwargs=build_kwargs,
+                         apply_patch=apply_patch, pending_fns=pending_fns)
 
 
 def spawn_daemons(

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
+from kopf._cogs.structs import bodies
 from kopf._core.actions import remembering
 from kopf._core.engines import daemons as daemons_
 
@@ -35,14 +36,9 @@ class ObjectMemories:
     def __len__(self) -> int:
         return len(self._items)
 
-    @staticmethod
-    def key_of(raw: Mapping[str, Any]) -> str:
-        meta = raw.get('metadata', {})
-        return str(meta.get('uid') or f"{meta.get('namespace')}/{meta.get('name')}")
-
     def recall(self, raw: Mapping[str, Any], *, memo: Any, initial: bool) -> ObjectMemory:
         """The object's memory; created on first sight with a shallow copy of the operator's memo."""
-        key = self.key_of(raw)
+        key = bodies.object_key(raw)
         memory = self._items.get(key)
         if memory is None:
             memory = ObjectMemory(memo=copy.copy(memo), initial_pending=initial)
@@ -51,11 +47,11 @@ class ObjectMemories:
 
     def find_memo(self, raw: Mapping[str, Any]) -> Optional[Any]:
         """The memo of a known object, without remembering an unknown one (e.g. for admission reviews)."""
-        memory = self._items.get(self.key_of(raw))
+        memory = self._items.get(bodies.object_key(raw))
         return memory.memo if memory is not None else None
 
     def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
-        return self._items.pop(self.key_of(raw), None)
+        return self._items.pop(bodies.object_key(raw), None)
 
     def __iter__(self) -> Iterator[ObjectMemory]:
         return iter(list(self._items.values()))

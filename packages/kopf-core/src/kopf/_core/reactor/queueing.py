@@ -26,6 +26,7 @@ from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import scheduling
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
+from kopf._cogs.structs import bodies
 from kopf._core.reactor import processing, throttling
 
 logger = logging.getLogger('kopf.reactor.queueing')
@@ -75,11 +76,6 @@ def _wake_up(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def object_key(raw_event: typedefs.RawEvent) -> str:
-    meta = raw_event.get('object', {}).get('metadata', {})
-    return str(meta.get('uid') or f"{meta.get('namespace')}/{meta.get('name')}")
-
-
 async def watcher(
         *,
         events: AsyncIterator[typedefs.RawEvent],
@@ -100,7 +96,7 @@ async def watcher(
         async for raw_event in events:
             if preprocessor is not None:
                 await preprocessor(raw_event)
-            key = object_key(raw_event)
+            key = bodies.object_key(raw_event.get('object', {}))
             stream = streams.get(key)
             if stream is None:
                 stream = streams[key] = _Stream(began=loop.time())
