@@ -6,7 +6,8 @@ object that holds a token, a password, or a private key is built here with
 known secret strings, as the client builds them in real requests: the
 credentials, the vault's items, the session pool's lease and its session, the
 transport's reply, aiohttp's request info and errors (which keep the request's
-headers, including ``Authorization``), and the kubeconfig reader's items.
+headers, including ``Authorization``), the kubeconfig reader's items, and the
+built-in logins' results.
 Each is formatted with ``repr()``, ``str()``, and logged; the output is
 scanned for the secrets. The requests go to a real local HTTP server.
 """
@@ -26,6 +27,7 @@ import yaml
 import kopf
 from kopf import clients
 from kopf_client import AiohttpClient, _kubeconfig, login_with_kubeconfig
+from kopf_client._serviceaccount import read_service_account
 from kopf_client._sessions import SessionPool
 from kopf_client._transport import Reply
 
@@ -167,3 +169,12 @@ def test_no_secrets_in_the_kubeconfig_reader_and_its_results(
     info = login_with_kubeconfig()
     assert info is not None and info.token == TOKEN
     _assert_hidden([config, *config.users.values(), info], secrets, caplog)
+
+
+def test_no_secrets_in_the_service_account_login(
+        tmp_path: pathlib.Path, secrets: List[str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    (tmp_path / 'token').write_text(TOKEN)
+    info = read_service_account(tmp_path, {'KUBERNETES_SERVICE_HOST': '10.96.0.1'})
+    assert info is not None and info.token == TOKEN
+    _assert_hidden([info], secrets, caplog)
