@@ -25,10 +25,6 @@ class LoginError(Exception):
     """Raised when the operator cannot log in to the cluster (no valid credentials)."""
 
 
-class AccessError(Exception):
-    """Raised when the vault is used while it was never populated and cannot be."""
-
-
 # The fields whose values are secrets: never shown in reprs (which reach logs, error trackers, test reports).
 # The paths, the CA and the client certificate are not secrets; the username is an identity, not a secret.
 SECRET_FIELDS = frozenset({'password', 'token', 'private_key_data'})
@@ -207,9 +203,6 @@ class Vault:
                 await asyncio.wait_for(self._depleted.wait(), timeout=timeout)
             except asyncio.TimeoutError:
                 pass  # some credentials have expired: purge them and check again
-
-    async def wait_for_readiness(self) -> None:
-        await self._ready.wait()
 
     def is_empty(self) -> bool:
         self._purge_expired()

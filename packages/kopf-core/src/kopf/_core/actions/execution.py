@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import datetime
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence
 
 from kopf._cogs.configs import configuration
@@ -181,9 +180,5 @@ def _arbitrary_outcome(
         return progression.HandlerOutcome(final=True, exception=exc)
     logger.exception(f"{prefix} try again in {backoff} seconds: {text}")
     return progression.HandlerOutcome(final=False, exception=exc, delay=backoff)
-
-
-def format_timedelta(delta: datetime.timedelta) -> str:
-    return str(delta)
 
 

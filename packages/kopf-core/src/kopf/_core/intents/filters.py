@@ -28,9 +28,6 @@ ABSENT = MetaFilterToken.ABSENT
 ValueFilter: TypeAlias = Union[MetaFilterToken, Callable[..., bool], Any, None]
 MetaFilter: TypeAlias = Mapping[str, ValueFilter]
 
-_MISSING = object()
-
-
 def match_value(criterion: ValueFilter, value: Any, *, present: bool, kwargs: Mapping[str, Any]) -> bool:
     """Check one value (present or absent) against one criterion."""
     if criterion is PRESENT:

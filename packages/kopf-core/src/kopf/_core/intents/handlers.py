@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Mapping, NewType, Optional, Tuple
+from typing import Any, NewType, Optional, Tuple
 
 from kopf._cogs.structs import references
 from kopf._core.intents import callbacks, causes, filters
@@ -29,9 +29,6 @@ class Activity(str, enum.Enum):
     CLEANUP = 'cleanup'
     AUTHENTICATION = 'authentication'
     PROBE = 'probe'
-
-
-DEFAULT_BACKOFF = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,10 +67,6 @@ class ResourceHandler(BaseHandler):
     when: Optional[callbacks.WhenFilterFn] = None
     field: Optional[Tuple[str, ...]] = None
     value: filters.ValueFilter = None
-
-    @property
-    def requires_patching(self) -> bool:
-        return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +160,3 @@ def parse_field(field: Any) -> Optional[Tuple[str, ...]]:
     if isinstance(field, (list, tuple)):
         return tuple(str(part) for part in field)
     raise TypeError(f"Field must be a dotted string or a sequence of names, got {field!r}.")
-
-
-def mapping_or_none(value: Optional[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-    return dict(value) if value is not None else None

@@ -261,9 +261,6 @@ class OperatorRegistry:
         """All resource-changing handlers regardless of resources (e.g. for kopf.execute(registry=))."""
         return list(self._changing._handlers)
 
-    def has_changing_handlers(self, *, resource: references.Resource) -> bool:
-        return self._changing.has_handlers(resource)
-
     def has_state_handlers(self, *, resource: references.Resource) -> bool:
         """Whether the objects need the change-handling cycle (state, finalizers, daemons)."""
         return self._changing.has_handlers(resource) or self._spawning.has_handlers(resource)
