@@ -105,7 +105,10 @@ async def continuous_watch(
             stream.resource_version = None
             await asyncio.sleep(delay)
             continue
-        except (asyncio.TimeoutError, apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError) as e:
+        except asyncio.TimeoutError:
+            # Silent for longer than settings.watching.inactivity_timeout: presumed dead (in Kopf's words).
+            logger.debug(f"Watch-stream for {resource!r} {where(namespace)} is inactive, reconnecting.")
+        except (apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError) as e:
             # A dead or broken stream: reconnect from the last known version.
             logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
         except apierrors.APIError as e:
