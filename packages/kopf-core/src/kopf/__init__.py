@@ -8,7 +8,7 @@ functions, the CLI) resolve lazily, and say which package to install when
 it is missing.
 """
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kopf import clients, on
 from kopf._cogs.configs.configuration import OperatorSettings
@@ -79,6 +79,7 @@ from kopf._core.actions.loggers import LocalObjectLogger, LogFormat, ObjectLogge
 from kopf._core.actions.subhandling import execute
 from kopf._core.engines.admission import AdmissionError
 from kopf._core.engines.indexing import Index, Store
+from kopf._core.engines.leases import LeaseError as LeaseError  # for kopf-cli
 from kopf._core.engines.posting import event, exception, info, warn
 from kopf._core.engines.probing import LivenessEndpointError as LivenessEndpointError  # for kopf-cli
 from kopf._core.engines.stoppers import (
@@ -98,6 +99,23 @@ from kopf.on import daemon, index, register, subhandler, timer
 
 # Installed into one folder with Kopf's own "kopf", the files of both are mixed: say what to do.
 _installation.warn_if_coinstalled(__file__)
+
+if TYPE_CHECKING:
+    # The types of the add-ons' names, for the users' type checkers. At run time, they are
+    # imported lazily by __getattr__ below, so that the core works without the add-ons.
+    from kopf_client import AiohttpSession as AiohttpSession
+    from kopf_client import login_via_async_client as login_via_async_client
+    from kopf_client import login_via_client as login_via_client
+    from kopf_client import login_via_pykube as login_via_pykube
+    from kopf_client import login_with_kubeconfig as login_with_kubeconfig
+    from kopf_client import login_with_service_account as login_with_service_account
+    from kopf_webhooks import WebhookAutoServer as WebhookAutoServer
+    from kopf_webhooks import WebhookAutoTunnel as WebhookAutoTunnel
+    from kopf_webhooks import WebhookDockerDesktopServer as WebhookDockerDesktopServer
+    from kopf_webhooks import WebhookK3dServer as WebhookK3dServer
+    from kopf_webhooks import WebhookMinikubeServer as WebhookMinikubeServer
+    from kopf_webhooks import WebhookNgrokTunnel as WebhookNgrokTunnel
+    from kopf_webhooks import WebhookServer as WebhookServer
 
 # Names provided by the optional add-on packages: name -> (module, attribute, package to install).
 _LAZY = {
