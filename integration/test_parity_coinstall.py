@@ -70,7 +70,8 @@ def python(tmp_path: pathlib.Path) -> pathlib.Path:
     return venv / 'bin' / 'python'
 
 
-def import_kopf(python: pathlib.Path, code: str = "import kopf; print(kopf.on.create)") -> subprocess.CompletedProcess[str]:
+def import_kopf(python: pathlib.Path, code: str = "import kopf; print(kopf.on.create)",
+                ) -> subprocess.CompletedProcess[str]:
     return run([str(python), '-c', code], check=False)
 
 

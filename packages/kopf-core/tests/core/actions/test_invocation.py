@@ -283,6 +283,6 @@ async def test_type_errors_inside_the_functions_are_not_explained(is_async: bool
     async def afn(spec: Any) -> None:
         raise TypeError('from inside')
 
-    with pytest.raises(TypeError, match='^from inside$') as err:
+    with pytest.raises(TypeError, match=r'^from inside$') as err:
         await invoke(afn if is_async else fn, kwargs={'spec': 1})
     assert not isinstance(err.value, HandlerSignatureError)
