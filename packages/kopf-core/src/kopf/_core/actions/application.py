@@ -27,7 +27,7 @@ async def apply_patch(
         resource: references.Resource,
         body: bodies.Body,
         patch: patches.Patch,
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> Optional[typedefs.RawBody]:
     """
     Send the patch; return the object's body as the API returned it.
@@ -85,7 +85,7 @@ async def _apply_fns(
         body: Mapping[str, Any],
         fns: List[Any],
         patch: patches.Patch,
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> Optional[typedefs.RawBody]:
     namespace = body.get('metadata', {}).get('namespace')
     name = _name_of(body)
@@ -115,7 +115,7 @@ def _report_inconsistencies(
         resource: references.Resource,
         patch: Mapping[str, Any],
         result: Mapping[str, Any],
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> None:
     """Warn if some patched values did not land (e.g. pruned by the CRD's schema)."""
     missing = list(_iter_missing(patch, result, ()))
@@ -150,7 +150,7 @@ async def add_finalizer(
         resource: references.Resource,
         body: bodies.Body,
         finalizer: str,
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> Optional[typedefs.RawBody]:
     """Append the finalizer with a JSON-patch guarded by the resourceVersion."""
     finalizers = list(body.metadata.get('finalizers', []))
@@ -170,7 +170,7 @@ async def remove_finalizer(
         resource: references.Resource,
         body: bodies.Body,
         finalizer: str,
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> Optional[typedefs.RawBody]:
     """Remove all copies of the finalizer with a JSON-patch guarded by the resourceVersion."""
     finalizers = list(body.metadata.get('finalizers', []))
@@ -199,7 +199,7 @@ async def _json_patch_meta(
         resource: references.Resource,
         body: bodies.Body,
         ops: List[Dict[str, Any]],
-        logger: Any,
+        logger: typedefs.Logger,
 ) -> Optional[typedefs.RawBody]:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(f"JSON-patching the resource with: {ops!r}")

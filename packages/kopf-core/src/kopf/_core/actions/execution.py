@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence
 
 from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
 from kopf._core.actions import errors, invocation, lifecycles, progression
 from kopf._core.intents import handlers
 
@@ -37,7 +38,7 @@ subexecution_var: contextvars.ContextVar[SubExecutionScope] = contextvars.Contex
 class ExecutionContext:
     """What one execution round needs besides the handlers."""
     settings: configuration.OperatorSettings
-    logger: Any
+    logger: typedefs.Logger
     build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]]
     # Makes the sub-handlers' scope for an invocation (only for resource-changing handlers).
     subscope: Optional[Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]],
@@ -133,7 +134,7 @@ def _temporary_outcome(
         *,
         handler: handlers.BaseHandler,
         state: progression.HandlerState,
-        logger: Any,
+        logger: typedefs.Logger,
         exc: BaseException,
         delay: Optional[float],
 ) -> progression.HandlerOutcome:
@@ -157,7 +158,7 @@ def _arbitrary_outcome(
         *,
         handler: handlers.BaseHandler,
         state: progression.HandlerState,
-        logger: Any,
+        logger: typedefs.Logger,
         exc: BaseException,
         errors_mode: handlers.ErrorsMode,
         backoff: float,

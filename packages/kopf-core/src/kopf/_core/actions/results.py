@@ -10,13 +10,18 @@ an error saying so and what to return instead.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import patches
 from kopf._core.actions import progression
 
 
-def store_result(patch: patches.Patch, handler_id: str, outcome: progression.HandlerOutcome, logger: Any) -> None:
+def store_result(
+        patch: patches.Patch,
+        handler_id: str,
+        outcome: progression.HandlerOutcome,
+        logger: typedefs.Logger,
+) -> None:
     """Put a succeeded handler's result into the patch's status, if it can be stored at all."""
     if not outcome.final or outcome.exception is not None or outcome.result is None:
         return

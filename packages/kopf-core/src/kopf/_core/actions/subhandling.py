@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional, Set, Union
 
 from kopf._cogs.configs import progress
+from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, patches
 from kopf._core.actions import errors, execution, lifecycles, progression, results
 from kopf._core.intents import handlers, registries
@@ -51,7 +52,7 @@ def make_scope(
         patch: patches.Patch,
         storage: progress.ProgressStorage,
         settings: Any,
-        logger: Any,
+        logger: typedefs.Logger,
         build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]],
         lifecycle: Optional[lifecycles.LifeCycleFn] = None,
 ) -> Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]], SubExecution]:

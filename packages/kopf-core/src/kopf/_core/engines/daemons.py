@@ -21,6 +21,7 @@ from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Op
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers, progression, results
 from kopf._core.actions import kwargs as kwargs_
@@ -74,7 +75,7 @@ class DaemonsMemory:
 class DaemonContext:
     """What the daemons of one object need from the reactor."""
     settings: Any
-    logger: Any
+    logger: typedefs.Logger
     memo: Any
     build_kwargs: KwargsBuilder
     apply_patch: PatchApplier

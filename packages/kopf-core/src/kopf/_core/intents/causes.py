@@ -13,6 +13,7 @@ import dataclasses
 import enum
 from typing import Any, Optional
 
+from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, patches, references
 
 
@@ -57,7 +58,7 @@ class BaseCause:
     body: bodies.Body
     patch: patches.Patch
     memo: Any
-    logger: Any
+    logger: typedefs.Logger
     indices: Any = None
 
 
