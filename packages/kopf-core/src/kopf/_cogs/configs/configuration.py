@@ -340,6 +340,7 @@ class OperatorSettings:
     background: BackgroundSettings = dataclasses.field(default_factory=BackgroundSettings)
     networking: NetworkingSettings = dataclasses.field(default_factory=NetworkingSettings)
     persistence: PersistenceSettings = dataclasses.field(default_factory=PersistenceSettings)
+    leader_election: LeaderElectionSettings = dataclasses.field(default_factory=lambda: LeaderElectionSettings())
 
     @property
     def batching(self) -> QueueingSettings:
@@ -348,3 +349,30 @@ class OperatorSettings:
                       "Please rename `settings.batching` -> `settings.queueing`",
                       DeprecationWarning, stacklevel=2)
         return self.queueing
+
+
+@dataclasses.dataclass
+class LeaderElectionSettings:
+    """
+    Leader election over a ``coordination.k8s.io/v1`` Lease (off by default; see docs/scaling.md).
+
+    The durations are client-go's, with its defaults and meanings.
+    """
+
+    enabled: bool = False
+    """Whether the replicas compete for the Lease, and only its holder handles the objects."""
+
+    lease_name: Optional[str] = None
+    """The Lease's name; ``kopf-leader-<peering name>`` if ``None``."""
+
+    lease_namespace: Optional[str] = None
+    """The Lease's namespace; if ``None``: ``$POD_NAMESPACE``, the service account's, or the first served one."""
+
+    lease_duration: float = 15
+    """How long (seconds) the candidates wait after the Lease last changed before taking it over."""
+
+    renew_deadline: float = 10
+    """How long (seconds) the leader keeps trying to renew before it stops handling (< lease_duration)."""
+
+    retry_period: float = 2
+    """How often (seconds) the leader renews, and the candidates try (< renew_deadline)."""

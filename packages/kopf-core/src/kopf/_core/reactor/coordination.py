@@ -4,12 +4,17 @@ Coordination with other operators: runs the peering (see ``engines.peering``).
 It decides the mode once at the start (standalone or peering), then keeps the
 keep-alives going and follows the peering object's watch-stream, toggling
 ``operating``: set while this operator may serve the resources.
+
+With leader election (see ``engines.leadership``), the peering is not the only
+party to decide: :class:`OperatingGate` sets ``operating`` only while every
+party consents (the peering, and the Lease held), so ``kopf freeze`` still
+pauses the leader, and a follower serves nothing even when the peering allows.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Collection, Dict, List
+from typing import Callable, Collection, Dict, List
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
@@ -18,6 +23,55 @@ from kopf._core.engines import peering
 from kopf._core.reactor import watching
 
 logger = logging.getLogger('kopf.reactor.peering')
+
+
+class OperatingGate:
+    """
+    ``operating`` is set while every party consents, cleared as soon as one withdraws.
+
+    Each party gets its own :class:`Consent`, an event that it sets and clears
+    as it would ``operating`` alone; the gate follows every change at once (no
+    task in between), wakes the orchestrator via ``changed`` when ``operating``
+    flips, and calls ``on_pause`` when the operator stops operating.
+    """
+
+    def __init__(self, *, operating: asyncio.Event, changed: asyncio.Event, on_pause: Callable[[], None]) -> None:
+        self.operating = operating
+        self.changed = changed
+        self.on_pause = on_pause
+        self.consents: List[Consent] = []
+
+    def consent(self) -> Consent:
+        consent = Consent(self)
+        self.consents.append(consent)
+        return consent
+
+    def reconsider(self) -> None:
+        allowed = bool(self.consents) and all(consent.is_set() for consent in self.consents)
+        if allowed == self.operating.is_set():
+            return
+        if allowed:
+            self.operating.set()
+        else:
+            self.operating.clear()
+            self.on_pause()
+        self.changed.set()
+
+
+class Consent(asyncio.Event):
+    """One party's consent to operating: an event that the gate follows (see :class:`OperatingGate`)."""
+
+    def __init__(self, gate: OperatingGate) -> None:
+        super().__init__()
+        self._gate = gate
+
+    def set(self) -> None:
+        super().set()
+        self._gate.reconsider()
+
+    def clear(self) -> None:
+        super().clear()
+        self._gate.reconsider()
 
 
 async def coordinate(

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Collection, Coroutine, Optional, ParamSpec, TypeVar
+from typing import Any, Awaitable, Callable, Collection, Coroutine, Optional, ParamSpec, TypeVar, Union
 
 from kopf._cogs.aiokits import aioadapters
 from kopf._cogs.clients import protocols
@@ -63,6 +63,15 @@ class OperatorOptions:
     peering_name: Optional[str] = None
     """The name of the peering object; peering becomes mandatory if given."""
 
+    leader_election: Union[bool, str, None] = None
+    """
+    Whether only the holder of a Lease handles the objects (``settings.leader_election.enabled`` if ``None``):
+    ``True`` for the default Lease (``kopf-leader-<peering name>``), a string for the Lease of that name.
+    """
+
+    leader_election_namespace: Optional[str] = None
+    """The namespace of the Lease (see ``settings.leader_election.lease_namespace``)."""
+
     liveness_endpoint: Optional[str] = None
     """The URL of the health server, e.g. ``http://0.0.0.0:8080/healthz``; none if ``None``."""
 
@@ -97,6 +106,12 @@ class OperatorOptions:
         if self.indexers is not None and not isinstance(self.indexers, indexing.OperatorIndexers):
             raise TypeError(f"indexers= must be a kopf.OperatorIndexers (or None), "
                             f"got {type(self.indexers).__name__}.")
+        if self.leader_election is not None and not isinstance(self.leader_election, (bool, str)):
+            raise TypeError(f"leader_election= must be True, False, a Lease name, or None; "
+                            f"got {type(self.leader_election).__name__}.")
+        if self.leader_election is False and self.leader_election_namespace is not None:
+            raise ValueError("leader_election_namespace= is given, but leader_election=False turns the leader "
+                             "election off: drop one of them.")
         references.check_namespace_patterns(self.all_namespaces)
 
     @property

@@ -16,7 +16,7 @@ import importlib.metadata
 import logging
 import signal
 import threading
-from typing import Any, Collection, Dict, List, Optional
+from typing import Any, Collection, Dict, List, Optional, Tuple
 
 from kopf._cogs.aiokits import aioadapters, aiostopping
 from kopf._cogs.clients import drivers, protocols
@@ -27,6 +27,8 @@ from kopf._core.engines import (
     activities,
     daemons,
     indexing,
+    leadership,
+    leases,
     peering,
     posting,
     probing,
@@ -50,6 +52,9 @@ logger = logging.getLogger('kopf.reactor.running')
 
 # How long the exiting operator waits for the daemons after they are asked to stop ("hung" tasks).
 HUNG_TASKS_TIMEOUT = 5.0
+
+# How often the daemons spawned by the finishing cycles are stopped again while the operator is paused.
+PAUSED_DAEMONS_SWEEP_INTERVAL = 1.0
 
 
 def _no_kwargs(*_: Any) -> Dict[str, Any]:
@@ -169,6 +174,23 @@ def _apply_peering_options(
     peering_settings.clusterwide = clusterwide
 
 
+def _apply_leadership_options(
+        election_settings: configuration.LeaderElectionSettings,
+        opts: options.OperatorOptions,
+) -> None:
+    """The leader election's options of the call override the settings; the names given are checked now."""
+    if opts.leader_election is not None:
+        election_settings.enabled = bool(opts.leader_election)
+    if isinstance(opts.leader_election, str):
+        election_settings.lease_name = opts.leader_election
+    if opts.leader_election_namespace is not None:
+        election_settings.lease_namespace = opts.leader_election_namespace
+    if election_settings.enabled and election_settings.lease_name is not None:
+        leadership.check_lease_name(election_settings.lease_name)
+    if election_settings.enabled and election_settings.lease_namespace is not None:
+        leadership.check_lease_namespace(election_settings.lease_namespace)
+
+
 class _Lifecycle:
     """The operator's life from the start to the exit: one instance per operator."""
 
@@ -185,6 +207,7 @@ class _Lifecycle:
                            "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
             self.clusterwide = True
         _apply_peering_options(self.settings.peering, opts, clusterwide=self.clusterwide)
+        _apply_leadership_options(self.settings.leader_election, opts)
         self.vault = opts.vault if opts.vault is not None else credentials.Vault()
         self.memo = opts.memo if opts.memo is not None else ephemera.Memo()
         self.memories = opts.memories if opts.memories is not None else inventory.ObjectMemories()
@@ -197,6 +220,9 @@ class _Lifecycle:
         self.lifecycle = lifecycles.validate(opts.lifecycle)
         self.listing = probing.ListingReadiness()  # for the readiness probe
         self.stopping = asyncio.Event()
+        self.operating = asyncio.Event()  # set while the objects are served (peering and leadership allow)
+        self.elector: Optional[leadership.Elector] = None  # with leader election only
+        self.pausing: Optional[asyncio.Task[None]] = None  # keeps the daemons stopped while not operating
         self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
 
     async def run(self) -> None:
@@ -219,12 +245,14 @@ class _Lifecycle:
                 await self._run_startup()
             if not self.stopping.is_set():
                 webhookserving.check_setup(registry=self.registry, settings=self.settings)
-                background.extend(await self._spawn_serving(client))
+                election = self._resolve_leader_election()
+                background.extend(await self._spawn_serving(client, election))
                 aioadapters.raise_flag(self.ready_flag)
                 await self._until_stopped_or()
         finally:
             await self._stop_daemons()
             await aiostopping.stop_tasks(background[::-1], title='Core', logger=logger)
+            await self._hand_over()
             self._remove_signal_handlers()
             try:
                 await activities.run_activity(activity=handlers.Activity.CLEANUP, registry=self.registry,
@@ -251,7 +279,23 @@ class _Lifecycle:
         else:
             startup.result()  # re-raise the activity's failure, if any
 
-    async def _spawn_serving(self, client: protocols.ApiClient) -> List[asyncio.Task[Any]]:
+    def _resolve_leader_election(self) -> Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]]:
+        """The Lease to compete for, as the settings say after the startup handlers; ``None`` if off."""
+        election = self.settings.leader_election
+        if not election.enabled:
+            given = [f'{name}={getattr(election, name)!r}' for name in ('lease_name', 'lease_namespace')
+                     if getattr(election, name) is not None]
+            if given:
+                logger.warning(f"Leader election is off, so settings.leader_election's {', '.join(given)} "
+                               f"is not used: set settings.leader_election.enabled = True (or --leader-election).")
+            return None
+        return leadership.resolve_lease(self.settings, served=self.namespaces, clusterwide=self.clusterwide)
+
+    async def _spawn_serving(
+            self,
+            client: protocols.ApiClient,
+            election: Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]] = None,
+    ) -> List[asyncio.Task[Any]]:
         context = processing.ProcessingContext(
             registry=self.registry, settings=self.settings, client=client,
             memories=self.memories, memo=self.memo, indexers=self.indexers, lifecycle=self.lifecycle)
@@ -268,18 +312,25 @@ class _Lifecycle:
         tasks.append(asyncio.create_task(self._guard(observation.namespace_observer(
             client=client, settings=self.settings, clusterwide=self.clusterwide,
             patterns=self.namespaces, insights=self.insights)), name='namespace observer'))
-        operating = asyncio.Event()
-        tasks.append(asyncio.create_task(self._guard(self._coordinate(client, operating)), name='peering'))
+        gate = coordination.OperatingGate(operating=self.operating, changed=self.insights.changed,
+                                          on_pause=self._keep_daemons_paused)
+        peered = gate.consent()
+        tasks.append(asyncio.create_task(self._guard(self._coordinate(client, peered)), name='peering'))
+        if election is not None:
+            ref, timings = election
+            self.elector = leadership.Elector(client=client, ref=ref, identity=self.identity, timings=timings,
+                                              leading=gate.consent())
+            tasks.append(asyncio.create_task(self._guard(self.elector.run()), name='leader election'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,
-            operating=operating, listing=self.listing)), name='multidimensional multitasker'))
+            operating=self.operating, listing=self.listing)), name='multidimensional multitasker'))
         if self.registry.has_webhook_handlers():
             tasks.append(asyncio.create_task(self._guard(webhookserving.serve_admission(
                 registry=self.registry, settings=self.settings, client=client, memo=self.memo,
                 memo_of=self.memories.find_memo, indices=self.indexers.as_kwargs())), name='admission webhooks'))
         return tasks
 
-    async def _coordinate(self, client: protocols.ApiClient, operating: asyncio.Event) -> None:
+    async def _coordinate(self, client: protocols.ApiClient, operating: coordination.Consent) -> None:
         await self.insights.ready_namespaces.wait()
         namespaces = [namespace for namespace in self.insights.namespaces if namespace is not None]
         await coordination.coordinate(client=client, settings=self.settings, identity=self.identity,
@@ -290,13 +341,46 @@ class _Lifecycle:
         memories = [memory.daemons for memory in self.memories if memory.daemons is not None]
         if not memories:
             return
-
-        def context_of(memory: daemons.DaemonsMemory) -> daemons.DaemonContext:
-            return daemons.DaemonContext(settings=self.settings, logger=logger, memo=self.memo,
-                                         build_kwargs=_no_kwargs, apply_patch=_no_patch, pending_fns=[])
-
         await daemons.stop_all(memories, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING,
-                               context_of=context_of, timeout=HUNG_TASKS_TIMEOUT)
+                               context_of=self._daemon_context, timeout=HUNG_TASKS_TIMEOUT)
+
+    def _daemon_context(self, memory: daemons.DaemonsMemory) -> daemons.DaemonContext:
+        """For stopping only: the daemons' own contexts are with their objects' cycles."""
+        return daemons.DaemonContext(settings=self.settings, logger=logger, memo=self.memo,
+                                     build_kwargs=_no_kwargs, apply_patch=_no_patch, pending_fns=[])
+
+    def _keep_daemons_paused(self) -> None:
+        """The operator stops operating (peering, leadership): its daemons and timers stop too."""
+        if self.pausing is None or self.pausing.done():
+            self.pausing = asyncio.create_task(self._pause_daemons(), name='daemons pauser')
+
+    async def _pause_daemons(self) -> None:
+        """
+        Ask every daemon and timer to stop while the operator does not operate; they are spawned
+        again by the cycles of the objects once it operates again (the watch-streams re-list them).
+
+        The workers still finishing their cycles may spawn daemons after the first sweep:
+        the sweeps repeat every second until the operator operates again (or exits).
+        """
+        while not self.operating.is_set() and not self.stopping.is_set():
+            for memory in list(self.memories):
+                if memory.daemons is not None:
+                    daemons.stop_daemons(memory=memory.daemons, reason=stoppers.DaemonStoppingReason.OPERATOR_PAUSING,
+                                         context=self._daemon_context(memory.daemons))
+            try:
+                await asyncio.wait_for(self.operating.wait(), timeout=PAUSED_DAEMONS_SWEEP_INTERVAL)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _hand_over(self) -> None:
+        """With leader election: once nothing handles the objects anymore, release the Lease for the next leader."""
+        if self.pausing is not None:
+            self.pausing.cancel()
+            await asyncio.wait([self.pausing])
+        if self.elector is None:
+            return
+        await self._stop_daemons()  # any spawned by the cycles that were still finishing after the first stop
+        await self.elector.release()
 
     async def _guard(self, coro: Any) -> None:
         """Run a background coroutine; a failure stops the whole operator (and is re-raised)."""
