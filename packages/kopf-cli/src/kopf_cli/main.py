@@ -84,6 +84,11 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
               help=f"The priority of the operator in peering (0 by default, {_DEV_PRIORITY} with --dev).")
 @click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None, metavar='URL',
               help="The endpoint for the liveness probes, e.g. http://0.0.0.0:8080/healthz.")
+@click.option('--leader-election', 'leader_election', is_flag=False, flag_value='', default=None,
+              metavar='[=LEASE-NAME]',
+              help="Handle the objects only while holding this Lease (kopf-leader-<peering name> if no name).")
+@click.option('--leader-election-namespace', 'leader_election_namespace', type=str, default=None,
+              metavar='NAMESPACE', help="The namespace of the Lease (the pod's, or the first served, by default).")
 @click.option('-m', '--module', 'modules', multiple=True, metavar='MODULE',
               help="An importable module with the handlers, as in \"python -m\" (repeatable).")
 @click.argument('paths', nargs=-1, type=click.Path(exists=True, dir_okay=False))
@@ -99,10 +104,13 @@ def run(
         peering_name: Optional[str],
         priority: Optional[int],
         liveness_endpoint: Optional[str],
+        leader_election: Optional[str],
+        leader_election_namespace: Optional[str],
 ) -> None:
     """Start an operator process and handle all the requests."""
     namespaces = _with_legacy_namespace(namespaces)
     _check_scope(namespaces, clusterwide)
+    _check_leader_election(leader_election, leader_election_namespace)
     controls = _get_controls(ctx)
 
     # The handlers are registered by the decorators on import: into the given registry, if any.
@@ -123,6 +131,8 @@ def run(
             priority=_DEV_PRIORITY if dev else priority,  # --dev wins, as in Kopf
             peering_name=peering_name,
             liveness_endpoint=liveness_endpoint,
+            leader_election=None if leader_election is None else leader_election or True,
+            leader_election_namespace=leader_election_namespace,
             clusterwide=clusterwide,
             namespaces=tuple(namespaces),
         )
@@ -133,9 +143,24 @@ def run(
         raise click.ClickException(f"Cannot log in to the cluster: {e}") from e
     except kopf.AdmissionSetupError as e:
         raise click.ClickException(str(e)) from e
+    except kopf.LeaseError as e:  # a Lease name, namespace or timing that cannot work
+        raise click.ClickException(str(e)) from e
     except OSError as e:
         # The network errors that remain after the client's retries: the cluster is not there.
         raise click.ClickException(f"{_UNREACHABLE}: {e}") from e
+
+
+def _check_leader_election(lease_name: Optional[str], lease_namespace: Optional[str]) -> None:
+    """
+    ``--leader-election`` takes its value optionally: ``--leader-election handlers.py`` would take
+    the operator's file for the Lease's name, so an existing file is refused as a name.
+    """
+    if lease_name and os.path.isfile(lease_name):
+        raise click.UsageError(f"--leader-election takes {lease_name!r} for the Lease's name, but it is a file: "
+                               f"write --leader-election=LEASE-NAME, or --leader-election after the files.")
+    if lease_namespace is not None and lease_name is None:
+        raise click.UsageError("--leader-election-namespace is given without --leader-election: "
+                               "add --leader-election, or drop the namespace.")
 
 
 _FREEZE_PRIORITY = 100
