@@ -7,6 +7,7 @@ object of its own, whose live list the engine reads, so that a handler
 replaced there (e.g. with its function wrapped) is the one the engine runs.
 """
 import dataclasses
+import logging
 from typing import Any, Callable, Optional
 
 import pytest
@@ -31,6 +32,7 @@ from kopf._core.intents.registries import (
     WebhooksRegistry,
 )
 
+LOGGER = logging.getLogger(__name__)
 KOPFEXAMPLES = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 PODS = Resource('', 'v1', 'pods', kind='Pod', namespaced=True)
 
@@ -71,12 +73,12 @@ def body(**fields: Any) -> Body:
 
 
 def changing_cause(reason: Reason, *, resource: Resource = KOPFEXAMPLES, **fields: Any) -> ChangingCause:
-    return ChangingCause(resource=resource, body=body(**fields), patch=Patch(), memo=None, logger=None,
+    return ChangingCause(resource=resource, body=body(**fields), patch=Patch(), memo=None, logger=LOGGER,
                          reason=reason, old={}, new=fields, diff=diff({}, fields))
 
 
 def resource_cause(resource: Resource = KOPFEXAMPLES, **fields: Any) -> BaseCause:
-    return BaseCause(resource=resource, body=body(**fields), patch=Patch(), memo=None, logger=None)
+    return BaseCause(resource=resource, body=body(**fields), patch=Patch(), memo=None, logger=LOGGER)
 
 
 def handler_fn(**_: Any) -> None:
@@ -151,7 +153,7 @@ def test_get_all_handlers_is_a_copy(registry: OperatorRegistry) -> None:
     on.create('kopfexamples', registry=registry)(handler_fn)
     handlers_ = registry._changing.get_all_handlers()
     assert isinstance(handlers_, list)
-    handlers_.clear()  # type: ignore[attr-defined]
+    handlers_.clear()
     assert len(registry._changing.get_all_handlers()) == 1
 
 
@@ -215,7 +217,7 @@ def test_handlers_by_cause_apply_the_filters(registry: OperatorRegistry) -> None
     on.event('kopfexamples', labels={'x': 'y'}, registry=registry)(handler_fn)
     on.event('kopfexamples', id='when', when=lambda spec, **_: spec.get('on'), registry=registry)(handler_fn)
     matching = WatchingCause(resource=KOPFEXAMPLES, body=Body({'metadata': {'labels': {'x': 'y'}}}),
-                             patch=Patch(), memo=None, logger=None, type='ADDED')
+                             patch=Patch(), memo=None, logger=LOGGER, type='ADDED')
     assert [h.id for h in registry._watching.get_handlers(matching)] == ['handler_fn']
     assert [h.id for h in registry._watching.iter_handlers(resource_cause(spec={'on': True}))] == ['when']
     assert list(registry._watching.iter_handlers(resource_cause(resource=PODS, spec={'on': True}))) == []
@@ -250,7 +252,7 @@ def test_webhooks_by_cause_respect_the_operations(registry: OperatorRegistry) ->
         subresource: Optional[str] = None
 
     def admission(operation: str) -> AdmissionCause:
-        return AdmissionCause(resource=KOPFEXAMPLES, body=body(), patch=Patch(), memo=None, logger=None,
+        return AdmissionCause(resource=KOPFEXAMPLES, body=body(), patch=Patch(), memo=None, logger=LOGGER,
                               operation=operation)
 
     assert len(registry._webhooks.get_handlers(admission('CREATE'))) == 1
@@ -260,3 +262,18 @@ def test_webhooks_by_cause_respect_the_operations(registry: OperatorRegistry) ->
 def test_handler_ids_in_excluded_use_kopf_ids(registry: OperatorRegistry) -> None:
     on.create('kopfexamples', registry=registry)(handler_fn)
     assert registry._changing._handlers[0].id == build_handler_id(handler_fn, None, None)
+
+
+def test_changing_handlers_by_a_cause_without_a_reason_are_filtered_only(registry: OperatorRegistry) -> None:
+    on.create('kopfexamples', labels={'x': 'y'}, registry=registry)(handler_fn)
+    matching = BaseCause(resource=KOPFEXAMPLES, body=Body({'metadata': {'labels': {'x': 'y'}}}),
+                         patch=Patch(), memo=None, logger=LOGGER)
+    assert [h.id for h in registry._changing.get_handlers(matching)] == ['handler_fn']
+    assert [h.id for h in registry._changing.iter_handlers(resource_cause())] == []
+
+
+def test_filters_get_the_indices_as_kwargs_overriding_the_frameworks(registry: OperatorRegistry) -> None:
+    on.event('kopfexamples', when=lambda name, **_: name == 'from-the-index', registry=registry)(handler_fn)
+    cause = BaseCause(resource=KOPFEXAMPLES, body=body(), patch=Patch(), memo=None, logger=LOGGER,
+                      indices={'name': 'from-the-index'})
+    assert len(registry._watching.get_handlers(cause)) == 1

@@ -133,6 +133,8 @@ class ChangingRegistry(ResourceRegistry[handlers.ChangingHandler]):
             cause: causes.BaseCause,
             excluded: Container[handlers.HandlerId] = frozenset(),
     ) -> Iterator[handlers.ChangingHandler]:
+        if not isinstance(cause, causes.ChangingCause):
+            return super().iter_handlers(cause, excluded=excluded)  # the filters only: no reason to select by
         return iter(self.get_handlers(cause, excluded=excluded))
 
     def requires_finalizer(
@@ -168,12 +170,13 @@ class WebhooksRegistry(ResourceRegistry[webhooks.WebhookHandler]):
 def _kwargs_of(cause: causes.BaseCause) -> Mapping[str, Any]:
     """The kwargs for the filters (``when=``, callable label values) from a cause's own fields."""
     body = cause.body
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         resource=cause.resource, body=body, spec=body.spec, meta=body.metadata, status=body.status,
         uid=body.metadata.uid, name=body.metadata.name, namespace=body.metadata.namespace,
         labels=body.metadata.labels, annotations=body.metadata.annotations,
-        patch=cause.patch, logger=cause.logger, memo=cause.memo, **(cause.indices or {}),
+        patch=cause.patch, logger=cause.logger, memo=cause.memo,
     )
+    kwargs.update(cause.indices or {})  # the indices override the framework's kwargs by name
     extra = ('type', 'event', 'reason', 'diff', 'old', 'new')
     kwargs.update({name: getattr(cause, name) for name in extra if hasattr(cause, name)})
     return kwargs
@@ -216,7 +219,8 @@ class OperatorRegistry:
     def selectors(self) -> Sequence[references.Selector]:
         """All resource selectors used by any handler, in the order of declaration."""
         result: List[references.Selector] = []
-        for registry in [self._indexing, self._watching, self._changing, self._spawning]:
+        registries_: List[ResourceRegistry[Any]] = [self._indexing, self._watching, self._changing, self._spawning]
+        for registry in registries_:
             for handler in registry._handlers:
                 if handler.selector is not None and handler.selector not in result:
                     result.append(handler.selector)

@@ -208,7 +208,7 @@ async def namespace_observer(
         insights.ready_namespaces.set()
         return
     specific = references.select_specific_namespaces(patterns)
-    if set(specific) == set(patterns) and all(',' not in p for p in patterns):
+    if set(specific) == set(patterns) and all(isinstance(p, str) and ',' not in p for p in patterns):
         # Exact names only: nothing to match, no need to list the namespaces at all.
         insights.update(namespaces=specific)
         insights.ready_namespaces.set()
