@@ -196,6 +196,41 @@ async def test_other_credentials_of_an_invalidated_key_are_accepted() -> None:
     assert await vault.select() == ('k', info('t2'))
 
 
+async def test_invalidation_with_the_error_waits_for_the_new_credentials() -> None:
+    vault = Vault({'k': info('t')})
+    error = RuntimeError("401 Unauthorized")
+    invalidating = asyncio.create_task(vault.invalidate(VaultKey('k'), info('t'), exc=error))
+    await asyncio.sleep(0.01)
+    assert not invalidating.done()  # nothing is left: it waits for the re-authentication
+    await vault.populate({'k': info('t2')})
+    await asyncio.wait_for(invalidating, timeout=1)
+    assert await vault.select() == ('k', info('t2'))
+
+
+async def test_invalidation_with_the_error_raises_it_when_the_reauthentication_fails() -> None:
+    vault = Vault({'k': info('t')})
+    error = RuntimeError("401 Unauthorized")
+    invalidating = asyncio.create_task(vault.invalidate(VaultKey('k'), info('t'), exc=error))
+    await asyncio.sleep(0.01)
+    await vault.fail(LoginError("No credentials were retrieved."))
+    with pytest.raises(LoginError, match=r"Re-authentication after RuntimeError\('401 Unauthorized'\) has failed: "
+                                         r"No credentials were retrieved\.") as err:
+        await asyncio.wait_for(invalidating, timeout=1)
+    assert err.value.__cause__ is error
+
+
+async def test_invalidation_with_the_error_returns_at_once_while_other_credentials_remain() -> None:
+    vault = Vault({'k1': info('t1'), 'k2': info('t2')})
+    await asyncio.wait_for(vault.invalidate(VaultKey('k1'), info('t1'), exc=RuntimeError()), timeout=1)
+    assert await vault.select() == ('k2', info('t2'))
+
+
+async def test_invalidation_without_the_error_returns_at_once_even_if_nothing_is_left() -> None:
+    vault = Vault({'k': info('t')})
+    await asyncio.wait_for(vault.invalidate(VaultKey('k'), info('t')), timeout=1)
+    assert vault.is_empty()
+
+
 async def test_selecting_waits_while_empty_and_wakes_on_population() -> None:
     vault = Vault()
     task = asyncio.create_task(vault.select())

@@ -156,6 +156,10 @@ class Vault:
 
         Only the exact credentials reported are invalidated: if the key was
         meanwhile re-populated with new credentials, those stay.
+
+        With ``exc`` (the error that made them invalid) and no credentials left,
+        wait until they are re-obtained; if that fails, raise :class:`LoginError`
+        from ``exc`` in the caller's stack, so that its traceback shows both.
         """
         async with self._lock:
             self._invalid.setdefault(key, []).append(info)
@@ -163,6 +167,10 @@ class Vault:
             if item is not None and item.info == info:
                 del self._current[key]
             self._set_readiness()
+        if exc is not None and not self._current:
+            await self._ready.wait()
+            if not self._current and self._failure is not None:
+                raise LoginError(f"Re-authentication after {exc!r} has failed: {self._failure}") from exc
 
     async def populate(self, items: Mapping[str, ConnectionInfo]) -> None:
         """Add new credentials; those known to be invalid are silently ignored."""

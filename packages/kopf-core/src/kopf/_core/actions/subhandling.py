@@ -118,7 +118,15 @@ async def execute(
     happens implicitly after the handler returns, if it did not call this itself).
     Raises an internal retry if some of them are not finished, so that the parent
     handler is invoked again later.
+
+    ``cause=`` (accepted by Kopf for its internal use) is refused: there is no other
+    cause to run the sub-handlers with than the current handler's.
     """
+    if cause is not None:
+        raise TypeError("kopf.execute(cause=...) is not supported: the sub-handlers always run "
+                        "with the object, patch and kwargs of the handler that executes them.")
+    if len([arg for arg in (fns, handlers, registry) if arg is not None]) > 1:
+        raise TypeError("Only one of fns=, handlers=, registry= can be passed to kopf.execute().")
     sub = get_current()
     children: List[ChangingHandler]
     if fns is not None:
