@@ -53,7 +53,8 @@ async def test_a_watch_sees_objects_entering_and_leaving_its_label_selector() ->
     assert [event['type'] for event in events] == ['ADDED', 'MODIFIED', 'DELETED']
     # The object that left the selector is reported as it was, at the version of its change.
     assert events[2]['object']['metadata']['labels'] == {'tier': 'web', 'x': 'y'}
-    assert int(events[2]['object']['metadata']['resourceVersion']) > int(events[1]['object']['metadata']['resourceVersion'])
+    versions = [int(event['object']['metadata']['resourceVersion']) for event in events]
+    assert versions[2] > versions[1]
 
 
 async def test_a_streaming_list_sends_the_objects_and_the_end_bookmark() -> None:

@@ -156,7 +156,7 @@ async def test_without_the_servers_shard_info_objects_outside_the_shard_are_drop
 
 
 async def test_with_the_servers_shard_info_the_listed_objects_are_trusted() -> None:
-    inside, outside = split(NAMES)
+    _, outside = split(NAMES)
     page = protocols.ObjectPage(items=[obj(outside[0])], resource_version='10', shard_selector=LOWER)
     client = ScriptedClient(pages=[page])
     settings = OperatorSettings()

@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from kopf._cogs.structs import shards
 from kopf_testing.memory._errors import fail, unsupported
 
 Matcher = Callable[[Mapping[str, Any]], bool]
@@ -21,6 +20,8 @@ _SET_REQUIREMENT = re.compile(r'^\s*([^\s!=(),]+)\s+(in|notin)\s+\(([^)]*)\)\s*$
 _EQUALITY = re.compile(r'^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$')
 _EXISTENCE = re.compile(r'^\s*(!?)\s*([^\s!=(),]+)\s*$')
 _FIELDS = {'metadata.name': ('metadata', 'name'), 'metadata.namespace': ('metadata', 'namespace')}
+_SHARD_RANGE = re.compile(r"shardRange\(\s*([\w.]+)\s*,\s*'(0x[0-9a-f]+)'\s*,\s*'(0x[0-9a-f]+)'\s*\)")
+_SHARD_FIELDS = {'object.metadata.uid': 'uid', 'object.metadata.namespace': 'namespace'}
 
 
 def parse_label_selector(selector: Optional[str]) -> Matcher:
@@ -34,14 +35,45 @@ def parse_field_selector(selector: Optional[str]) -> Matcher:
 
 
 def parse_shard_selector(selector: Optional[str]) -> Matcher:
-    """A ``shardRange(...)`` selector, as an API server with sharded lists and watches applies it."""
+    """
+    A ``shardRange(...)`` selector, as an API server with sharded lists and watches applies it.
+
+    This is the server's side, written apart from the operator's own filtering
+    (``kopf``'s shards), so that the two are checked against each other.
+    """
     if not selector:
         return lambda obj: True
-    try:
-        parsed = shards.parse(selector)
-    except shards.ShardSelectorError as e:
-        fail(400, f'invalid shard selector: {e}')
-    return parsed.matches
+    ranges = [_parse_shard_range(part) for part in selector.split('||')]
+    if len({field for field, _, _ in ranges}) > 1:
+        fail(400, f'invalid shard selector: all shard ranges must use the same field: {selector!r}')
+    field = ranges[0][0]
+    return lambda obj: any(start <= _fnv1a64(_shard_key(obj, field)) < end for _, start, end in ranges)
+
+
+def _parse_shard_range(text: str) -> tuple[str, int, int]:
+    match = _SHARD_RANGE.fullmatch(text.strip())
+    if match is None:
+        fail(400, f'invalid shard selector: expected shardRange(field, \'0x...\', \'0x...\'), got {text.strip()!r}')
+    field, start, end = match.groups()
+    if field not in _SHARD_FIELDS:
+        fail(400, f'invalid shard selector: unsupported field path {field!r}')
+    for bound in (start, end):
+        if len(bound) != 18 and bound != '0x10000000000000000':
+            fail(400, f'invalid shard selector: {bound!r} must be a 0x-prefixed 16-digit hex value')
+    if int(start, 16) >= int(end, 16):
+        fail(400, f'invalid shard selector: shard range start {start} must be less than end {end}')
+    return field, int(start, 16), int(end, 16)
+
+
+def _shard_key(obj: Mapping[str, Any], field: str) -> bytes:
+    return str(obj.get('metadata', {}).get(_SHARD_FIELDS[field]) or '').encode()
+
+
+def _fnv1a64(data: bytes) -> int:
+    value = 0xcbf29ce484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001b3) % (1 << 64)
+    return value
 
 
 def select(*matchers: Matcher) -> Matcher:

@@ -31,8 +31,13 @@ from kopf_testing.memory._errors import fail, unsupported
 from kopf_testing.memory._patching import json_patch, merge_patch
 from kopf_testing.memory._resources import Served, builtin_resources, served_from_crd
 from kopf_testing.memory._schema import apply_schema, find_unknown_fields
-from kopf_testing.memory._selectors import Matcher, parse_field_selector, parse_label_selector, parse_shard_selector, \
-    select
+from kopf_testing.memory._selectors import (
+    Matcher,
+    parse_field_selector,
+    parse_label_selector,
+    parse_shard_selector,
+    select,
+)
 
 Object = dict[str, Any]
 Key = tuple[str, str, str, str]  # group, plural, namespace ('' if cluster-scoped), name
