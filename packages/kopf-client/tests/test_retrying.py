@@ -146,16 +146,61 @@ async def test_retries_are_logged_in_kopfs_words(
             await client.get_object(PODS, namespace='ns', name='pod1')
     what = f'GET {api.url}{POD_PATH}'
     error = "APIServerError('HTTP 500')"
+    first = (f"Request attempt #1/3 failed; will retry: {what} -> {error} "
+             f"(2 more attempts within 3 s; the next failures are logged at the DEBUG level)")
     assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
-        ('ERROR', f"Request attempt #1/3 failed; will retry: {what} -> {error}"),
+        ('WARNING', first),
         ('DEBUG', f"Request attempt #2/3: {what}"),
-        ('DEBUG', f"Request attempt #2/3 succeeded: {what}"),
-        ('ERROR', f"Request attempt #1/3 failed; will retry: {what} -> {error}"),
+        ('INFO', f"Request attempt #2/3 succeeded: {what}"),
+        ('WARNING', first),
         ('DEBUG', f"Request attempt #2/3: {what}"),
-        ('ERROR', f"Request attempt #2/3 failed; will retry: {what} -> {error}"),
+        ('DEBUG', f"Request attempt #2/3 failed; will retry: {what} -> {error}"),
         ('DEBUG', f"Request attempt #3/3: {what}"),
-        ('ERROR', f"Request attempt #3/3 failed; escalating: {what} -> {error}"),
+        ('WARNING', f"Request attempt #3/3 failed; escalating: {what} -> {error}"),
     ]
+
+
+async def test_a_request_without_retries_leaves_the_error_to_the_caller(
+        api: FakeApi, client: AiohttpClient, sleeps: List[float], caplog: pytest.LogCaptureFixture,
+) -> None:
+    api.add('/api/v1/namespaces/ns/pods', status=503)
+    with caplog.at_level(logging.DEBUG, logger='kopf_client'):
+        with pytest.raises(clients.APIServerError):
+            await client.create_object(PODS, namespace='ns', body=POD, backoffs=())
+    assert sleeps == []
+    assert [record.levelname for record in caplog.records] == ['DEBUG']  # no warning: nothing was retried
+
+
+async def test_a_generator_of_backoffs_is_warned_about_without_a_total(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings.networking.error_backoffs = (delay for delay in [1, 2])
+    api.add(POD_PATH, status=500)
+    api.add(POD_PATH, POD)
+    with caplog.at_level(logging.WARNING, logger='kopf_client'):
+        await client.get_object(PODS, namespace='ns', name='pod1')
+    assert caplog.messages == [f"Request attempt #1 failed; will retry: GET {api.url}{POD_PATH} -> "
+                               f"APIServerError('HTTP 500') (more attempts as the back-offs allow; "
+                               f"the next failures are logged at the DEBUG level)"]
+
+
+@pytest.mark.parametrize('override, expected_sleeps, attempts', [
+    pytest.param(None, [10, 20], 3, id='networking-backoffs-by-default'),
+    pytest.param([1], [1], 2, id='own-backoffs-instead'),
+    pytest.param((), [], 1, id='no-retries'),
+])
+async def test_create_object_retries_with_the_given_backoffs_instead_of_the_networking_ones(
+        api: FakeApi, client: AiohttpClient, settings: kopf.OperatorSettings, sleeps: List[float],
+        override: list[float] | None, expected_sleeps: List[float], attempts: int,
+) -> None:
+    settings.networking.error_backoffs = [10, 20]
+    for _ in range(3):
+        api.add(PODS_PATH, status=503)
+    with pytest.raises(clients.APIServerError):
+        await client.create_object(PODS, namespace='ns', body=POD, backoffs=override)
+    assert sleeps == expected_sleeps
+    assert len(api.requests_to(PODS_PATH)) == attempts
 
 
 @pytest.mark.parametrize('status, error_cls', [

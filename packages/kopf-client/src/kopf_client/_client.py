@@ -10,7 +10,7 @@ than for network errors that outlived the retries.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Collection, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Collection, Iterable, Mapping, Optional, Sequence, Union
 
 import kopf
 from kopf import clients
@@ -121,9 +121,10 @@ class AiohttpClient:
             *,
             namespace: clients.Namespace,
             body: Mapping[str, Any],
+            backoffs: Optional[Iterable[float]] = None,
     ) -> clients.RawBody:
         path = resource.get_url(namespace=namespace)
-        created: clients.RawBody = await self._transport.request('POST', path, body=body)
+        created: clients.RawBody = await self._transport.request('POST', path, body=body, backoffs=backoffs)
         return created
 
     async def patch_object(

@@ -45,8 +45,18 @@ class RetryBudget:
 
     def __init__(self, backoffs: Iterable[float]) -> None:
         self._backoffs: Iterator[float] = iter(backoffs)
+        # Known in advance only for sized back-offs (lists, tuples), not for generators.
+        self._planned: Optional[list[float]] = [float(b) for b in backoffs] if isinstance(backoffs, Sized) else None
         self.attempt = 1  # the number of the attempt currently in progress, for logging
-        self.total = len(backoffs) + 1 if isinstance(backoffs, Sized) else None  # unknown for generators
+        self.total = len(self._planned) + 1 if self._planned is not None else None
+
+    @property
+    def remaining(self) -> str:
+        """What is left to try, in words for the logs: ``8 more attempts within 54 s`` (if known)."""
+        if self._planned is None:
+            return 'more attempts as the back-offs allow'
+        left = self._planned[self.attempt - 1:]
+        return f"{len(left)} more attempt{'s' if len(left) != 1 else ''} within {sum(left):g} s"
 
     @property
     def label(self) -> str:

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import Any, AsyncIterator, Dict, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, Iterable, Mapping, Optional
 
 import aiohttp
 
@@ -98,6 +98,7 @@ class Transport:
             body: Any = None,
             content_type: Optional[str] = None,
             retry_server_errors: bool = True,
+            backoffs: Optional[Iterable[float]] = None,
     ) -> Any:
         """
         Send a regular request and return its parsed JSON body (or ``None`` if empty).
@@ -105,13 +106,16 @@ class Transport:
         ``retry_server_errors=False`` makes 5xx escalate at once (network
         errors are still retried): for requests where a 5xx is a definitive
         answer of a live API server, e.g. about an aggregated API that is down.
+        ``backoffs`` replace ``settings.networking.error_backoffs`` for this
+        request (empty: no retries), for callers that retry on their own.
         """
         networking = self._settings.networking
         timeout = aiohttp.ClientTimeout(total=networking.request_timeout, sock_connect=networking.connect_timeout)
         await self._concurrency.acquire()
         try:
             reply = await self._send(method, path, params=params, body=body, content_type=content_type,
-                                     timeout=timeout, stream=False, retry_server_errors=retry_server_errors)
+                                     timeout=timeout, stream=False, retry_server_errors=retry_server_errors,
+                                     backoffs=backoffs)
         finally:
             self._concurrency.release()
         return reply.payload
@@ -150,6 +154,7 @@ class Transport:
             timeout: aiohttp.ClientTimeout,
             stream: bool,
             retry_server_errors: bool,
+            backoffs: Optional[Iterable[float]] = None,
     ) -> Reply:
         """
         Send the request until it succeeds or there is nothing left to retry (see the module's docstring).
@@ -158,7 +163,8 @@ class Transport:
         response and its session's lease: the caller gives them back with ``_finish``.
         Plain coroutines rather than context managers: this runs for every request.
         """
-        budget = _retrying.RetryBudget(self._settings.networking.iter_error_backoffs())
+        budget = _retrying.RetryBudget(self._settings.networking.iter_error_backoffs()
+                                       if backoffs is None else backoffs)
         headers, data = _encode(body, content_type)
         while True:
             key, info = await self._vault.select()
@@ -191,8 +197,8 @@ class Transport:
                 raise
 
             if response.status < 400:
-                if budget.attempt > 1:
-                    logger.debug(f"Request attempt {budget.label} succeeded: {what}")
+                if budget.attempt > 1:  # after a failure warned about: it is over now
+                    logger.info(f"Request attempt {budget.label} succeeded: {what}")
                 if not stream:
                     await self._finish(response, lease)
                 return Reply(response=response, payload=payload, lease=lease)
@@ -230,12 +236,19 @@ class Transport:
             *,
             delay: Optional[float] = None,
     ) -> bool:
-        # In Kopf's words: users' tests and alerts may look for these lines.
-        label = budget.label
+        # In Kopf's words (users' tests and alerts may look for them), but not one ERROR per attempt:
+        # the first failure says what is retried and for how long, the next ones go to DEBUG;
+        # the escalation ends the story only if it was told (the caller reports the error anyway).
+        label, first, remaining = budget.label, budget.attempt == 1, budget.remaining
         backoff = budget.take(delay=delay, enforce=self._settings.networking.enforce_retry_after)
         if backoff is None:
-            logger.error(f"Request attempt {label} failed; escalating: {what} -> {exc!r}")
+            level = logging.DEBUG if first else logging.WARNING
+            logger.log(level, f"Request attempt {label} failed; escalating: {what} -> {exc!r}")
             return False
-        logger.error(f"Request attempt {label} failed; will retry: {what} -> {exc!r}")
+        if first:
+            logger.warning(f"Request attempt {label} failed; will retry: {what} -> {exc!r} "
+                           f"({remaining}; the next failures are logged at the DEBUG level)")
+        else:
+            logger.debug(f"Request attempt {label} failed; will retry: {what} -> {exc!r}")
         await self._sleep(backoff)
         return True

@@ -9,7 +9,7 @@ logging goes through the real ``kopf.objects`` logger and its posting handler.
 import asyncio
 import contextvars
 import logging
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -40,7 +40,8 @@ class RecordingClient:
         self.created: List[Tuple[Resource, Namespace, Mapping[str, Any]]] = []
         self.failures = list(failures)
 
-    async def create_object(self, resource: Resource, *, namespace: Namespace, body: Mapping[str, Any]) -> RawBody:
+    async def create_object(self, resource: Resource, *, namespace: Namespace, body: Mapping[str, Any],
+                            backoffs: Optional[Iterable[float]] = None) -> RawBody:
         if self.failures:
             raise self.failures.pop(0)
         self.created.append((resource, namespace, body))

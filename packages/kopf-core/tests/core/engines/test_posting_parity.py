@@ -8,7 +8,7 @@ The poster runs on fake loop time (looptime): the loop time of the attempts show
 import asyncio
 import inspect
 import logging
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
@@ -37,14 +37,17 @@ class ScriptedClient:
                  delay: float = 0) -> None:
         self.failures = {reason: list(excs) for reason, excs in (failures or {}).items()}
         self.attempts: List[Tuple[float, str]] = []
+        self.client_backoffs: List[Optional[Tuple[float, ...]]] = []  # the client's own retries asked for
         self.created: List[str] = []
         self.delay = delay
         self.concurrent = 0
         self.max_concurrent = 0
 
-    async def create_object(self, resource: Resource, *, namespace: Namespace, body: Mapping[str, Any]) -> RawBody:
+    async def create_object(self, resource: Resource, *, namespace: Namespace, body: Mapping[str, Any],
+                            backoffs: Optional[Iterable[float]] = None) -> RawBody:
         reason = body['reason']
         self.attempts.append((asyncio.get_running_loop().time(), reason))
+        self.client_backoffs.append(None if backoffs is None else tuple(backoffs))
         self.concurrent += 1
         self.max_concurrent = max(self.max_concurrent, self.concurrent)
         try:
@@ -219,6 +222,17 @@ async def test_a_retried_post_succeeds_eventually(
     assert client.created == ['R']
     assert "Failed to post an event" not in caplog.text
     assert "Request attempt #3/4 succeeded" in caplog.text
+
+
+@pytest.mark.looptime
+async def test_only_the_posting_backoffs_apply_not_the_clients_own_retries(
+        event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings) -> None:
+    client = ScriptedClient(failures={'R': [APIServerError(status=503)] * 2})
+    settings.networking.error_backoffs = [100, 100]  # would multiply each attempt if the client retried too
+    kopf.info(POD1, reason='R', backoffs=[5, 5])
+    await run_poster(event_queue, client, settings)
+    assert attempt_times(client, 'R') == [0, 5, 10]
+    assert client.client_backoffs == [(), (), ()]  # every attempt: no retries inside the client
 
 
 @pytest.mark.looptime

@@ -11,7 +11,7 @@ before that, as the API server's watch cache sends it, if bookmarks are
 allowed) or with ``asyncio.TimeoutError`` after ``settings.watching.inactivity_timeout``.
 """
 import asyncio
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from kopf import clients
@@ -49,7 +49,8 @@ class MemoryClient:
                                   continue_token=token, shard_selector=applied)
 
     async def create_object(self, resource: clients.Resource, *, namespace: clients.Namespace,
-                            body: Mapping[str, Any]) -> clients.RawBody:
+                            body: Mapping[str, Any], backoffs: Optional[Iterable[float]] = None) -> clients.RawBody:
+        # The in-memory API never fails for the network, so it has nothing to retry: no back-offs to use.
         return self.api.create(resource, namespace, body)
 
     async def patch_object(self, resource: clients.Resource, *, namespace: clients.Namespace, name: str,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, AsyncIterator, Collection, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, AsyncIterator, Collection, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
@@ -132,8 +132,16 @@ class ObjectWriter(Protocol):
             *,
             namespace: references.Namespace,
             body: Mapping[str, Any],
+            backoffs: Optional[Iterable[float]] = None,
     ) -> typedefs.RawBody:
-        """Create an object. Raises :class:`APIConflictError` if it already exists."""
+        """
+        Create an object. Raises :class:`APIConflictError` if it already exists.
+
+        ``backoffs``, if given, replace ``settings.networking.error_backoffs`` for
+        this request's own retries of network errors, 5xx and 429: for callers that
+        retry on their own schedule (e.g. posting the k8s-events with
+        ``settings.posting``'s back-offs). An empty one means no retries at all.
+        """
         ...
 
     async def patch_object(

@@ -456,8 +456,9 @@ async def post_event(
     namespace = body['metadata']['namespace']
     what = f"POST {EVENTS.get_url(namespace=namespace)}"
     try:
+        # Only the posting's back-offs apply, as in Kopf: none of the client's own retries under each of them.
         await retrying.request_with_backoffs(
-            lambda: client.create_object(EVENTS, namespace=namespace, body=body),
+            lambda: client.create_object(EVENTS, namespace=namespace, body=body, backoffs=()),
             what=what, backoffs=event.backoffs, settings=settings, logger=logger)
     except errors.APIError as exc:
         # As Kopf 1.45 words it, for users' log searches and alerts (sic: no separator before "Event:").

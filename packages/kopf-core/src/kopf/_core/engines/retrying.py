@@ -3,8 +3,9 @@ Retrying of one API request with explicitly given back-offs (e.g. posting's).
 
 The client retries the networking errors and 5xx with ``settings.networking``'s
 back-offs on its own; some requests of the framework have back-offs of their
-own on top of that: the k8s-events are retried with ``settings.posting``'s
-``default_backoffs`` or ``logging_backoffs``, or the ``backoffs=`` of the call.
+own instead (they ask the client for no retries of its own): the k8s-events are
+retried with ``settings.posting``'s ``default_backoffs`` or ``logging_backoffs``,
+or the ``backoffs=`` of the call.
 
 Which errors are retried is as in Kopf 1.45: the server's errors (5xx), being
 throttled (429, at least for as long as the server asks), being forbidden (403:
