@@ -5,6 +5,7 @@ The inputs are the raw watch-event type, the body, the old essence (``None``
 if there is no diff-base), the diff, and whether the object is seen for the
 first time by this operator process.
 """
+import logging
 from typing import Any, Dict, Optional
 
 import pytest
@@ -114,5 +115,5 @@ def test_titles_are_as_in_the_log_lines() -> None:
 ])
 def test_cause_is_deleted_only_for_deletion(reason: Reason, expected: bool) -> None:
     cause = ChangingCause(resource=Resource('kopf.dev', 'v1', 'kopfexamples'), body=make_body(), patch=Patch(),
-                          memo=None, logger=None, reason=reason)
+                          memo=None, logger=logging.getLogger('test'), reason=reason)
     assert cause.deleted is expected

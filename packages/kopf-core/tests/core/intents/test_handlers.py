@@ -5,6 +5,7 @@ Handlers are constructed directly (not via the decorators) to specify the
 intents layer on its own.
 """
 import functools
+import logging
 from typing import Any, Optional
 
 import pytest
@@ -37,7 +38,7 @@ def make_handler(**kwargs: Any) -> ChangingHandler:
 
 def make_cause(reason: Reason, *, initial: bool = False) -> ChangingCause:
     return ChangingCause(resource=Resource('kopf.dev', 'v1', 'kopfexamples'), body=Body({}), patch=Patch(),
-                         memo=None, logger=None, reason=reason, initial=initial)
+                         memo=None, logger=logging.getLogger('test'), reason=reason, initial=initial)
 
 
 # Applicability to causes.

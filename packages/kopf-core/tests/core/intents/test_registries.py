@@ -5,6 +5,7 @@ Handlers are constructed directly (the decorators are specified separately);
 bodies are plain dicts as the engine passes them; the filter kwargs are a
 small stand-in for the handlers' kwargs.
 """
+import logging
 from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
@@ -59,8 +60,8 @@ def make(cls: Any = ChangingHandler, *, fn: Callable[..., Any] = fn, id: Optiona
 
 def make_cause(reason: Reason, *, initial: bool = False, old: Any = None, new: Any = None) -> ChangingCause:
     body = Body({'metadata': {'name': 'kex1'}, **(new or {})})
-    return ChangingCause(resource=KOPFEXAMPLES, body=body, patch=Patch(), memo=None, logger=None, reason=reason,
-                         initial=initial, old=old, new=new, diff=diff(old, new))
+    return ChangingCause(resource=KOPFEXAMPLES, body=body, patch=Patch(), memo=None, logger=logging.getLogger('test'),
+                         reason=reason, initial=initial, old=old, new=new, diff=diff(old, new))
 
 
 @pytest.fixture()
