@@ -405,3 +405,34 @@ def test_exec_plugins_are_warned_about(
     info = _login()
     assert info.token is None
     assert 'authenticates with exec' in caplog.text
+
+
+# The cluster's proxy-url, as kubectl honours it.
+
+def test_proxy_url_of_the_cluster_is_taken(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(cluster={'proxy-url': 'http://proxy.local:3128'})))
+    assert _login().proxy_url == 'http://proxy.local:3128'
+
+
+def test_no_proxy_url_means_no_proxy(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig()))
+    assert _login().proxy_url is None
+
+
+def test_socks5_proxy_url_without_its_package_is_one_clear_login_error(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__('sys').modules, 'aiohttp_socks', None)  # not importable, even if installed
+    path = _write(tmp_path / 'config', _kubeconfig(cluster={'proxy-url': 'socks5://proxy.local:1080'}))
+    _use(monkeypatch, path)
+    with pytest.raises(kopf.LoginError) as err:
+        login_with_kubeconfig()
+    assert str(err.value) == (
+        f"The kubeconfig's proxy-url 'socks5://proxy.local:1080' is a SOCKS proxy, which needs the "
+        f"'aiohttp-socks' package: pip install aiohttp-socks (in the cluster 'dev' of the context 'dev' in {path})")
+
+
+def test_unsupported_proxy_scheme_is_one_clear_login_error(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(cluster={'proxy-url': 'ftp://proxy.local'})))
+    with pytest.raises(kopf.LoginError, match=r"is not a proxy URL that can be used: use http://, https:// or socks5://"):
+        login_with_kubeconfig()

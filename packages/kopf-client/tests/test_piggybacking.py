@@ -414,7 +414,7 @@ async def test_async_client_with_a_non_boolean_insecure_flag_in_the_file_fails(
 
 
 def test_the_lazy_public_names_resolve_to_the_client() -> None:
-    import aiohttp
+    import kopf_client
     assert kopf.login_via_async_client is login_via_async_client
-    assert kopf.AiohttpSession is aiohttp.ClientSession
+    assert kopf.AiohttpSession is kopf_client.AiohttpSession
     assert {'login_via_async_client', 'AiohttpSession'} <= set(dir(kopf))

@@ -89,6 +89,7 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
         certificate_data=_pykube_bytes(user.get('client-certificate')),
         private_key_data=_pykube_bytes(user.get('client-key')),
         default_namespace=_pykube_namespace(config),
+        proxy_url=_kubeconfig.read_proxy_url(cluster, source=source),
         priority=PRIORITY_OF_PYKUBE,
     )
     _tls.warn_if_insecure(info, logger=logger, source=source)
@@ -151,6 +152,9 @@ def client_connection_info(
         certificate_path=config.cert_file or None,
         private_key_path=config.key_file or None,
         default_namespace=namespace,
+        # The kubeconfig's proxy-url, in the versions of the libraries that read it (as kubectl does).
+        proxy_url=_kubeconfig.read_proxy_url({'proxy-url': getattr(config, 'proxy', None)},
+                                            source=f'the cluster at {config.host}'),
         priority=priority,
     )
 

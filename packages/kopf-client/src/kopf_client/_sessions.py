@@ -11,6 +11,12 @@ re-login) or invalidated (after a 401), their session is retired: it gets no
 new requests, and is closed once the requests in flight (e.g. long watch
 streams) are over — those are not broken just because another request saw
 a 401 with the same token; they will see it themselves on their next attempt.
+
+A login handler may return its own aiohttp session instead (:class:`AiohttpSession`):
+it is used as it is (its headers, TLS, proxy, timeouts, limits), with this
+client's retries and request slots on top. As in Kopf, the operator owns it
+from then on and closes it when it is retired (unless other credentials in
+use still carry the same session) or when the client is closed.
 """
 from __future__ import annotations
 
@@ -19,15 +25,41 @@ import base64
 import contextlib
 import dataclasses
 import importlib.metadata
-from typing import AsyncIterator, Callable, Dict, Mapping, Optional, Set
+from typing import AsyncIterator, Callable, Dict, Mapping, Optional, Set, Tuple
 
 import aiohttp
 
 from kopf import clients
-from kopf_client import _tls
+from kopf_client import _proxies, _tls
 
-# The class of the HTTP sessions to the API (``kopf.AiohttpSession``, e.g. for type annotations).
-AiohttpSession = aiohttp.ClientSession
+# What is the aiohttp session's to define, not the credentials': refused in AiohttpSession.
+_SESSION_DEFINED = ('ca_path', 'ca_data', 'insecure', 'username', 'password', 'scheme', 'token',
+                    'certificate_path', 'certificate_data', 'private_key_path', 'private_key_data',
+                    'trust_env', 'proxy_url')
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class AiohttpSession(clients.ConnectionInfo):
+    """
+    A login handler's own aiohttp session, to send the API requests with (``kopf.AiohttpSession``).
+
+    As in Kopf, it has the server (the requests' base URL), the default
+    namespace, the priority and the expiration of credentials; everything
+    else (the authentication, TLS, proxies) is the session's own, set when it
+    is created. The operator adds only a ``User-Agent`` header, if the
+    session has none, and closes the session when it is no longer used.
+    """
+    aiohttp_session: aiohttp.ClientSession
+
+    def __post_init__(self) -> None:
+        given = [name for name in _SESSION_DEFINED if getattr(self, name) not in (None, False)]
+        if given:
+            raise TypeError(f"kopf.AiohttpSession takes the connection's settings from its aiohttp session, "
+                            f"so {', '.join(given)} would be ignored: set them up in the aiohttp session instead "
+                            f"(or return a kopf.ConnectionInfo).")
+        if not isinstance(self.aiohttp_session, aiohttp.ClientSession):
+            raise TypeError(f"kopf.AiohttpSession needs an aiohttp.ClientSession as aiohttp_session, "
+                            f"not {type(self.aiohttp_session).__name__}.")
 
 
 def _user_agent() -> str:
@@ -43,21 +75,27 @@ def make_session(
         *,
         headers: Optional[Mapping[str, str]] = None,
         trust_env: bool = False,
-) -> aiohttp.ClientSession:
+) -> Tuple[aiohttp.ClientSession, Optional[str]]:
     """
-    A session that authenticates every request with these credentials.
+    A session that authenticates every request with these credentials, and the proxy for its requests.
 
     A token wins over a username/password pair: both go into the same
     ``Authorization`` header, and only one can be sent. The connection pool is
     unlimited: watch streams hold their connections for minutes, and a limit
     would make the regular requests wait behind them. With ``trust_env`` (of
-    the settings or the credentials), the proxy variables and ``~/.netrc`` apply.
+    the settings or the credentials), the proxy variables and ``~/.netrc`` apply;
+    the credentials' own ``proxy_url`` wins over them.
     """
+    if isinstance(info, AiohttpSession):
+        session = info.aiohttp_session
+        if session.headers.get('User-Agent') is None:  # as Kopf does: the only change to the user's session
+            session.headers['User-Agent'] = _user_agent()
+        return session, None
     ssl_context = _tls.make_ssl_context(info)  # first: if it fails, no secrets are in this frame's locals
+    connector, proxy = _proxies.make_connector(info.proxy_url, ssl_context=ssl_context)
     all_headers: Dict[str, str] = {'User-Agent': _user_agent(), **(headers or {}), **_authorization(info)}
-    connector = aiohttp.TCPConnector(limit=0, ssl=ssl_context)
-    return aiohttp.ClientSession(connector=connector, headers=all_headers,
-                                 trust_env=trust_env or info.trust_env)
+    session = aiohttp.ClientSession(connector=connector, headers=all_headers, trust_env=trust_env or info.trust_env)
+    return session, proxy
 
 
 class HiddenStr(str):
@@ -94,6 +132,7 @@ class Lease:
     """A session in use by one request or stream: counted, so that a retired session is closed when unused."""
     info: clients.ConnectionInfo
     session: aiohttp.ClientSession
+    proxy: Optional[str] = None  # for every request of the session (an HTTP proxy is per request in aiohttp)
     users: int = 0
 
 
@@ -134,7 +173,7 @@ class SessionPool:
         lease.users -= 1
         if lease in self._retired and lease.users <= 0:
             self._retired.discard(lease)
-            await lease.session.close()
+            await self._close_unless_shared(lease)
 
     async def retire(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> None:
         """Stop using the session of these (invalid) credentials; close it when unused."""
@@ -148,8 +187,8 @@ class SessionPool:
         leases = [*self._current.values(), *self._retired]
         self._current.clear()
         self._retired.clear()
-        for lease in leases:
-            await lease.session.close()
+        for session in {id(lease.session): lease.session for lease in leases}.values():
+            await session.close()
         if leases:
             # TLS transports finish closing in the next iterations of the loop; without this
             # pause, a loop closed right after the client leaves them unclosed (ResourceWarning).
@@ -160,19 +199,31 @@ class SessionPool:
         if self._closed:
             raise RuntimeError("The API client is closed and cannot make requests anymore.")
         lease = self._current.get(key)
-        if lease is not None and lease.info != info:  # re-populated with new credentials
-            await self._retire(key)
-            lease = None
-        if lease is None:
-            lease = Lease(info=info, session=make_session(info, headers=self._headers,
-                                                          trust_env=self._trust_env()))
-            self._current[key] = lease
+        if lease is None or lease.info != info:  # new, or re-populated with new credentials
+            replaced = lease
+            session, proxy = make_session(info, headers=self._headers, trust_env=self._trust_env())
+            lease = self._current[key] = Lease(info=info, session=session, proxy=proxy)
+            if replaced is not None:  # after the new one is in place: it might carry the same session
+                await self._retire_lease(replaced)
         lease.users += 1
         return lease
 
     async def _retire(self, key: clients.VaultKey) -> None:
-        lease = self._current.pop(key)
+        await self._retire_lease(self._current.pop(key))
+
+    async def _retire_lease(self, lease: Lease) -> None:
         if lease.users > 0:
             self._retired.add(lease)
         else:
+            await self._close_unless_shared(lease)
+
+    async def _close_unless_shared(self, lease: Lease) -> None:
+        """
+        Close the lease's session, unless other credentials in use carry the same one.
+
+        Ours are never shared; a login handler's session can be, e.g. when it returns the same
+        session with a new expiration on every login: closing it would break its new credentials.
+        """
+        others = [*self._current.values(), *self._retired]
+        if not any(other.session is lease.session for other in others if other is not lease):
             await lease.session.close()

@@ -184,7 +184,7 @@ class Transport:
             response: Optional[aiohttp.ClientResponse] = None
             try:
                 response = await lease.session.request(
-                    method, url, params=params, data=data, headers=headers, timeout=timeout)
+                    method, url, params=params, data=data, headers=headers, timeout=timeout, proxy=lease.proxy)
                 payload, text = (None, '') if stream and response.status < 400 else (
                     await _responses.read_body(response))
             except _retrying.NETWORK_ERRORS as exc:
@@ -192,6 +192,15 @@ class Transport:
                 if await self._should_retry(budget, what, exc):
                     continue
                 raise
+            except RuntimeError as exc:
+                await self._finish(response, lease)
+                if not lease.session.closed:
+                    raise
+                # A login handler's own session, closed by its owner: as useless as a rejected token.
+                logger.error(f"The session of the credentials is closed; they are invalidated: {what}")
+                await self._vault.invalidate(key, info, exc=exc)
+                await self._sessions.retire(key, info)
+                continue
             except BaseException:
                 await self._finish(response, lease)
                 raise
@@ -243,12 +252,24 @@ class Transport:
         backoff = budget.take(delay=delay, enforce=self._settings.networking.enforce_retry_after)
         if backoff is None:
             level = logging.DEBUG if first else logging.WARNING
-            logger.log(level, f"Request attempt {label} failed; escalating: {what} -> {exc!r}")
+            logger.log(level, f"Request attempt {label} failed; escalating: {what} -> {_describe(exc)}")
             return False
         if first:
-            logger.warning(f"Request attempt {label} failed; will retry: {what} -> {exc!r} "
+            logger.warning(f"Request attempt {label} failed; will retry: {what} -> {_describe(exc)} "
                            f"({remaining}; the next failures are logged at the DEBUG level)")
         else:
-            logger.debug(f"Request attempt {label} failed; will retry: {what} -> {exc!r}")
+            logger.debug(f"Request attempt {label} failed; will retry: {what} -> {_describe(exc)}")
         await self._sleep(backoff)
         return True
+
+
+def _describe(exc: BaseException) -> str:
+    """
+    The error for the log lines: its repr, as in Kopf, but shorter for aiohttp's errors.
+
+    Their reprs carry the whole connection key (e.g. ``ConnectionKey(host=..., ssl=..., proxy=...,
+    proxy_auth=..., ...)``) before the reason; their messages say the same in a few words.
+    """
+    if isinstance(exc, aiohttp.ClientError) and str(exc):
+        return f'{type(exc).__name__}({str(exc)!r})'
+    return repr(exc)

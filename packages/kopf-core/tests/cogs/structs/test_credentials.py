@@ -77,7 +77,8 @@ def test_repr_hides_the_secrets_and_shows_the_rest() -> None:
         "ConnectionInfo(server='https://k8s.example:6443', ca_path='/ca.crt', ca_data=None, insecure=False, "
         "username='admin', password=<hidden>, scheme='Bearer', token=<hidden>, certificate_path=None, "
         "certificate_data=b'-----BEGIN CERTIFICATE-----public', private_key_path=None, "
-        "private_key_data=<hidden>, default_namespace='ns', priority=5, expiration=None, trust_env=True)")
+        "private_key_data=<hidden>, default_namespace='ns', priority=5, expiration=None, trust_env=True, "
+        "proxy_url=None)")
 
 
 def test_repr_shows_the_absent_secrets_as_none() -> None:
@@ -103,7 +104,7 @@ def test_the_fields_are_those_of_a_dataclass() -> None:
     assert [field.name for field in dataclasses.fields(ConnectionInfo)] == [
         'server', 'ca_path', 'ca_data', 'insecure', 'username', 'password', 'scheme', 'token',
         'certificate_path', 'certificate_data', 'private_key_path', 'private_key_data',
-        'default_namespace', 'priority', 'expiration', 'trust_env']
+        'default_namespace', 'priority', 'expiration', 'trust_env', 'proxy_url']
 
 
 def test_no_secrets_in_the_objects_that_hold_connection_infos(caplog: pytest.LogCaptureFixture) -> None:

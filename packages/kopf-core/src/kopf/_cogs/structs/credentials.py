@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import datetime
 import random
+import urllib.parse
 from typing import AsyncIterator, Dict, Mapping, NewType, Optional, Tuple
 
 VaultKey = NewType('VaultKey', str)
@@ -49,6 +50,7 @@ class ConnectionInfo:
     priority: int = 0
     expiration: Optional[datetime.datetime] = None  # TZ-naive means UTC
     trust_env: bool = False  # use the proxy variables & ~/.netrc (also if settings.networking.trust_env)
+    proxy_url: Optional[str] = None  # http(s)://, or socks5:// with aiohttp-socks; wins over the proxy variables
 
     def __repr__(self) -> str:
         """As the dataclass's own repr, but with the secrets hidden (``None`` is shown: it says they are absent)."""
@@ -56,7 +58,7 @@ class ConnectionInfo:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             hidden = field.name in SECRET_FIELDS and value is not None
-            shown.append(f'{field.name}={"<hidden>" if hidden else repr(value)}')
+            shown.append(f'{field.name}={"<hidden>" if hidden else repr(_without_password(value))}')
         return f'{type(self).__qualname__}({", ".join(shown)})'
 
     @property
@@ -74,6 +76,17 @@ class ConnectionInfo:
             return False
         now = now if now is not None else datetime.datetime.now(datetime.timezone.utc)
         return expiration <= now
+
+
+def _without_password(value: object) -> object:
+    """A URL with the password hidden (e.g. a proxy's ``http://user:secret@host``); other values as they are."""
+    if not isinstance(value, str) or '://' not in value or '@' not in value:
+        return value
+    parts = urllib.parse.urlsplit(value)
+    if parts.password is None:
+        return value
+    netloc = f'{parts.username or ""}:<hidden>@{parts.netloc.rsplit("@", 1)[1]}'
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclasses.dataclass
