@@ -175,6 +175,7 @@ class Elector:
         self.attempted = asyncio.Event()  # the first attempt is over (its troubles, if any, are said)
         self.troubles = _Troubles(ref, timings)
         self.oddities: Set[Tuple[str, Any]] = set()
+        self.standing_by_for: Optional[str] = None  # the holder last said to lead while we wait
         self.renewed_at: Optional[float] = None  # loop time of the last successful renewal's request
 
     async def run(self) -> None:
@@ -231,11 +232,20 @@ class Elector:
                 continue
             if await self._attempt(timeout=None):
                 return
+            self._say_standing_by()
             expiry = leases.expires_in(observation=self.observation, now=loop.time(), timings=self.timings)
             if self.troubles.said is not None or expiry is None:
                 await self._sleep(self.timings.retry_period)  # failed, or lost a race: not in a tight loop
             elif not self.watched:
                 await self._sleep(min(self.timings.retry_period, expiry))  # polling, but not past the expiry
+
+    def _say_standing_by(self) -> None:
+        """Once per holder: who leads while this replica waits (for the logs and for the tests)."""
+        record = self.observation.record
+        holder = record.holder if record is not None else None
+        if holder and holder != self.standing_by_for:
+            logger.debug(f"The Lease {self.ref} is held by {holder!r}: standing by as a candidate.")
+        self.standing_by_for = holder
 
     async def _hold(self) -> str:
         """Renew the Lease every retry period until it cannot be renewed in time; say why it is lost."""
