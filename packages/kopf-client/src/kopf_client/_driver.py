@@ -7,11 +7,11 @@ package's ``pyproject.toml``), or gets it explicitly with
 """
 from __future__ import annotations
 
-from typing import Awaitable, Callable, List, Optional, Sequence, Union
+from typing import Awaitable, Callable, List, Mapping, Optional, Sequence, Union
 
 import kopf
 from kopf import clients
-from kopf_client import _client, _kubeconfig, _piggybacking, _piggybacking_async, _serviceaccount
+from kopf_client import _client, _kubeconfig, _piggybacking, _piggybacking_async, _reasons, _serviceaccount
 
 LoginFn = Callable[..., Union[Optional[kopf.ConnectionInfo], Awaitable[Optional[kopf.ConnectionInfo]]]]
 
@@ -50,6 +50,25 @@ class AiohttpDriver:
             fns.append(_serviceaccount.login_with_service_account)
             fns.append(_kubeconfig.login_with_kubeconfig)
         return fns
+
+    def explain_missing_credentials(self) -> Mapping[str, str]:
+        """
+        Why the default login functions have found nothing, by their names (for the login error).
+
+        Those that have run say what they looked for; the piggybacking ones that were
+        not tried say that their library is not installed.
+        """
+        tried = {getattr(fn, '__name__', '') for fn in self.default_login_fns()}
+        reasons = {name: why for name, why in _reasons.noted().items() if name in tried}
+        libraries = [('login_via_pykube', _piggybacking.PYKUBE_MODULE, 'pykube-ng'),
+                     ('login_via_client', _piggybacking.KUBERNETES_MODULE, 'kubernetes')]
+        if 'login_via_client' not in tried:
+            libraries.append(('login_via_async_client', _piggybacking_async.KUBERNETES_ASYNCIO_MODULE,
+                              'kubernetes_asyncio'))
+        for name, module, package in libraries:
+            if name not in tried and not _piggybacking.is_installed(module):
+                reasons[name] = f"the {package!r} library is not installed"
+        return reasons
 
     def __repr__(self) -> str:
         return f'<{type(self).__name__}>'

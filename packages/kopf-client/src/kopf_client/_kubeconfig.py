@@ -37,7 +37,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import yaml
 
 import kopf
-from kopf_client import _proxies, _tls
+from kopf_client import _proxies, _reasons, _tls
 
 _logger = logging.getLogger(__name__)
 
@@ -73,6 +73,9 @@ def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     """
     paths = find_kubeconfig_paths(os.environ)
     if not paths:
+        default = pathlib.Path(DEFAULT_KUBECONFIG).expanduser()
+        _reasons.nothing_found('login_with_kubeconfig', f"no kubeconfig: $KUBECONFIG is not set, "
+                                                        f"and {default} does not exist")
         return None
     logger = kwargs.get('logger')
     info = read_kubeconfig(paths, logger=logger)

@@ -27,7 +27,7 @@ import sys
 from typing import Any, Optional
 
 import kopf
-from kopf_client import _kubeconfig, _tls
+from kopf_client import _kubeconfig, _reasons, _tls
 
 PYKUBE_MODULE = 'pykube'
 KUBERNETES_MODULE = 'kubernetes'
@@ -66,7 +66,7 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
             config = pykube.KubeConfig.from_file()
             logger.debug("Pykube is configured via kubeconfig file.")
         except (OSError, pykube.exceptions.PyKubeError) as exc:
-            report_no_config(logger, 'Pykube', exc)
+            report_no_config(logger, 'Pykube', exc, fn_name='login_via_pykube')
             return None
 
     cluster: Any = config.cluster
@@ -117,7 +117,7 @@ def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
             kubernetes.config.load_kube_config()
             logger.debug("Client is configured via kubeconfig file.")
         except (kubernetes.config.ConfigException, OSError) as exc:
-            report_no_config(logger, 'Client', exc)
+            report_no_config(logger, 'Client', exc, fn_name='login_via_client')
             return None
         source = _kubeconfig.check_current_cluster(os.environ)
 
@@ -167,11 +167,13 @@ def import_library(module: str, *, package: str) -> Any:
                               f"Install it (e.g. as kopf-client[full-auth]), or use another login method.") from exc
 
 
-def report_no_config(logger: Any, library: str, exc: BaseException) -> None:
+def report_no_config(logger: Any, library: str, exc: BaseException, *, fn_name: str) -> None:
     """Say why a library has found no credentials: if none has, this is what the user must fix."""
     kubeconfig = os.environ.get('KUBECONFIG', '~/.kube/config')
     logger.warning(f"{library} is configured neither in cluster, nor via kubeconfig file "
                    f"(KUBECONFIG={kubeconfig}): {exc}")
+    _reasons.nothing_found(fn_name, f"configured neither in cluster, nor via kubeconfig file "
+                                    f"(KUBECONFIG={kubeconfig}): {exc}")
 
 
 def split_authorization(value: Optional[str]) -> tuple[Optional[str], Optional[str]]:

@@ -39,7 +39,7 @@ async def login_via_async_client(*, logger: Any, **_: Any) -> Optional[kopf.Conn
             await library.config.load_kube_config()
             logger.debug("Async client is configured via kubeconfig file.")
         except (library.config.ConfigException, OSError) as exc:
-            _piggybacking.report_no_config(logger, 'Async client', exc)
+            _piggybacking.report_no_config(logger, 'Async client', exc, fn_name='login_via_async_client')
             return None
         # It reads the booleans as loosely as the synchronous client does (see `_piggybacking`).
         source = _kubeconfig.check_current_cluster(os.environ)

@@ -17,6 +17,7 @@ import pathlib
 from typing import Any, Mapping, Optional
 
 import kopf
+from kopf_client import _reasons
 
 SERVICE_ACCOUNT_DIR = pathlib.Path('/var/run/secrets/kubernetes.io/serviceaccount')
 
@@ -33,10 +34,22 @@ def login_with_service_account(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     with no other client library installed. ``None`` if not in a cluster.
     """
     info = read_service_account(SERVICE_ACCOUNT_DIR, os.environ)
+    if info is None:
+        _reasons.nothing_found('login_with_service_account', why_not_in_cluster(SERVICE_ACCOUNT_DIR, os.environ))
     logger = kwargs.get('logger')
     if info is not None and logger is not None:
         logger.debug("Client is configured in cluster with service account.")
     return info
+
+
+def why_not_in_cluster(directory: pathlib.Path, environ: Mapping[str, str]) -> str:
+    """What is missing for the service account's login, in words for the login error."""
+    missing = []
+    if not environ.get('KUBERNETES_SERVICE_HOST', '').strip():
+        missing.append("$KUBERNETES_SERVICE_HOST is not set")
+    if not (directory / 'token').is_file():
+        missing.append(f"no token file at {directory / 'token'}")
+    return f"not in a cluster: {', and '.join(missing)}"
 
 
 def read_service_account(directory: pathlib.Path, environ: Mapping[str, str]) -> Optional[kopf.ConnectionInfo]:

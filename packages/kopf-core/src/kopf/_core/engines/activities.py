@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
@@ -114,12 +114,45 @@ async def authenticate(
         if isinstance(o.result, credentials.ConnectionInfo)}
     await vault.populate(items)
     if vault.is_empty():
+        reasons = explain_no_credentials(outcomes, driver=None if own_handlers else driver)
         error = credentials.LoginError(f"{prefix} has failed: no credentials were retrieved "
-                                       f"from the login handlers.")
+                                       f"from the login handlers. {reasons}")
         logger.warning(str(error))
         await vault.fail(error)
         raise error
     logger.info(f"{prefix} has finished.")
+
+
+def explain_no_credentials(
+        outcomes: Mapping[handlers.HandlerId, progression.HandlerOutcome],
+        *,
+        driver: Optional[protocols.ClientDriver],
+) -> str:
+    """
+    Each login handler tried and why it has given nothing, for the one message of the login error.
+
+    A handler that returns ``None`` says nothing about why; the default ones are the
+    driver's, which may explain them (and name the methods it could not even try,
+    e.g. libraries that are not installed) with an optional ``explain_missing_credentials()``
+    returning the reasons by the login functions' names.
+    """
+    explain = getattr(driver, 'explain_missing_credentials', None) if driver is not None else None
+    explained: Dict[str, str] = dict(explain()) if explain is not None else {}
+    reasons: List[str] = []
+    for handler_id, outcome in outcomes.items():
+        name = str(handler_id)
+        if outcome.exception is not None:
+            why = str(outcome.exception).strip().splitlines()[0] if str(outcome.exception).strip() else (
+                type(outcome.exception).__name__)
+        elif isinstance(outcome.result, credentials.ConnectionInfo):
+            why = "its credentials were rejected before (e.g. with HTTP 401), so they are not used again"
+        else:
+            why = explained.get(name, "returned no credentials")
+        explained.pop(name, None)
+        reasons.append(f"{name} ({why})")
+    tried = f"Tried: {'; '.join(reasons)}." if reasons else "There are no login handlers."
+    untried = [f"{name} ({why})" for name, why in explained.items()]  # e.g. their libraries are missing
+    return f"{tried} Not tried: {'; '.join(untried)}." if untried else tried
 
 
 def default_login_handlers(driver: protocols.ClientDriver) -> Sequence[handlers.ActivityHandler]:
