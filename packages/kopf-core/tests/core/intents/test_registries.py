@@ -28,15 +28,13 @@ from kopf._core.intents.handlers import (
     WatchingHandler,
     build_handler_id,
 )
-from kopf._core.intents.registries import (
-    OperatorRegistry,
-    get_default_registry,
+from kopf._core.intents.matching import (
     is_in_scope,
     match_resource_filters,
     requires_finalizer,
     select_changing_handlers,
-    set_default_registry,
 )
+from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
 
 KOPFEXAMPLES = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 PODS = Resource('', 'v1', 'pods', kind='Pod', namespaced=True)

@@ -17,7 +17,7 @@ from kopf._cogs.configs import progress
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, patches
 from kopf._core.actions import errors, execution, lifecycles, progression, results
-from kopf._core.intents import handlers, registries
+from kopf._core.intents import handlers, matching, registries
 
 # Aliases: kopf.execute() has a public kwarg named `handlers`, which shadows the module there.
 HandlerId = handlers.HandlerId
@@ -151,7 +151,7 @@ async def execute_children(
 ) -> None:
     """Run the due children once, persist their state into the patch; retry the parent if unfinished."""
     selected = [child for child in children
-                if registries.match_resource_filters(child, body=sub.body, kwargs=sub.kwargs)]
+                if matching.match_resource_filters(child, body=sub.body, kwargs=sub.kwargs)]
     states: Dict[handlers.HandlerId, progression.HandlerState] = {}
     for child in selected:
         record = sub.storage.fetch(key=child.id, body=sub.body)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import bodies, patches, references, reviews
 from kopf._core.actions import errors, invocation, loggers
-from kopf._core.intents import registries, webhooks
+from kopf._core.intents import matching, registries, webhooks
 
 logger = logging.getLogger('kopf.engines.admission')
 
@@ -164,7 +164,7 @@ class AdmissionFn:
             if handler in selected or any(h.fn is handler.fn and h.id == handler.id for h in selected):
                 continue  # the same function under several selectors runs once
             handler_kwargs = dict(kwargs, param=handler.param)
-            if registries.match_resource_filters(handler, body=body, kwargs=handler_kwargs):
+            if matching.match_resource_filters(handler, body=body, kwargs=handler_kwargs):
                 selected.append(handler)
         return selected
 

@@ -19,7 +19,7 @@ import dataclasses
 from typing import Any, Collection, Dict, Generic, Hashable, Iterator, Mapping, Optional, Set, TypeVar
 
 from kopf._core.actions import errors, execution, progression
-from kopf._core.intents import handlers, registries
+from kopf._core.intents import handlers, matching, registries
 
 _K = TypeVar('_K')
 _V = TypeVar('_V')
@@ -139,7 +139,7 @@ class OperatorIndexers:
         """Run the indexing functions for the object's current state; apply the error modes."""
         for handler in handlers_:
             index = self.indices.setdefault(handler.id, OperatorIndex())
-            if not registries.match_resource_filters(handler, body=body, kwargs=kwargs):
+            if not matching.match_resource_filters(handler, body=body, kwargs=kwargs):
                 index.remove(obj)  # stopped matching: its values are gone
                 continue
             exclusion = self._exclusions.get((handler.id, obj))

@@ -7,10 +7,10 @@ an object, and a cause. Selection is pure: no I/O, no state.
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Container, Generic, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Collection, Container, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
-from kopf._cogs.structs import diffs, references
-from kopf._core.intents import causes, filters, handlers, webhooks
+from kopf._cogs.structs import references
+from kopf._core.intents import causes, handlers, matching, webhooks
 
 HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
 ResourceHandlerT = TypeVar('ResourceHandlerT', bound=handlers.ResourceHandler)
@@ -40,7 +40,7 @@ class ActivityRegistry(GenericRegistry[handlers.ActivityHandler]):
     """The operator-level handlers: startup, cleanup, login, probes."""
 
     def get_handlers(self, activity: handlers.Activity) -> Sequence[handlers.ActivityHandler]:
-        return _deduplicated(self.iter_handlers(activity=activity))
+        return matching.deduplicated(self.iter_handlers(activity=activity))
 
     def iter_handlers(self, activity: handlers.Activity) -> Iterator[handlers.ActivityHandler]:
         return (handler for handler in self._handlers if handler.activity == activity)
@@ -64,7 +64,7 @@ class ResourceRegistry(GenericRegistry[ResourceHandlerT]):
             cause: causes.BaseCause,
             excluded: Container[handlers.HandlerId] = frozenset(),
     ) -> Sequence[ResourceHandlerT]:
-        return _deduplicated(self.iter_handlers(cause, excluded=excluded))
+        return matching.deduplicated(self.iter_handlers(cause, excluded=excluded))
 
     def iter_handlers(
             self,
@@ -78,7 +78,7 @@ class ResourceRegistry(GenericRegistry[ResourceHandlerT]):
                 yield handler
 
     def _matches(self, handler: ResourceHandlerT, cause: causes.BaseCause, kwargs: Mapping[str, Any]) -> bool:
-        return match_resource_filters(handler, body=cause.body, kwargs=kwargs)
+        return matching.match_resource_filters(handler, body=cause.body, kwargs=kwargs)
 
     def get_extra_fields(self, resource: references.Resource) -> set[tuple[str, ...]]:
         return set(self.iter_extra_fields(resource))
@@ -111,7 +111,7 @@ class SpawningRegistry(ResourceRegistry[handlers.SpawningHandler]):
             excluded: Container[handlers.HandlerId] = frozenset(),
     ) -> bool:
         handlers_ = [h for h in self.get_resource_handlers(cause.resource) if h.id not in excluded]
-        return requires_finalizer(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
+        return matching.requires_finalizer(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
 
 
 class ChangingRegistry(ResourceRegistry[handlers.ChangingHandler]):
@@ -126,7 +126,7 @@ class ChangingRegistry(ResourceRegistry[handlers.ChangingHandler]):
             return super().get_handlers(cause, excluded=excluded)
         # The same function as e.g. @on.resume+@on.create: the one that applies to the cause.
         handlers_ = [h for h in self.get_resource_handlers(cause.resource) if h.id not in excluded]
-        return select_changing_handlers(handlers_, cause=cause, kwargs=_kwargs_of(cause))
+        return matching.select_changing_handlers(handlers_, cause=cause, kwargs=_kwargs_of(cause))
 
     def iter_handlers(
             self,
@@ -143,12 +143,12 @@ class ChangingRegistry(ResourceRegistry[handlers.ChangingHandler]):
             excluded: Container[handlers.HandlerId] = frozenset(),
     ) -> bool:
         handlers_ = [h for h in self.get_resource_handlers(cause.resource) if h.id not in excluded]
-        return requires_finalizer(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
+        return matching.requires_finalizer(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
 
     def prematch(self, cause: causes.BaseCause) -> bool:
         """Whether any handler can match the object at all, changes aside (else: stealth mode)."""
         handlers_ = self.get_resource_handlers(cause.resource)
-        return is_in_scope(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
+        return matching.is_in_scope(handlers_, body=cause.body, kwargs=_kwargs_of(cause))
 
 
 class WebhooksRegistry(ResourceRegistry[webhooks.WebhookHandler]):
@@ -233,18 +233,18 @@ class OperatorRegistry:
         return any(h.activity == activity for h in self._activities._handlers)
 
     def get_watching_handlers(self, *, resource: references.Resource) -> Sequence[handlers.WatchingHandler]:
-        return _deduplicated(self._watching.get_resource_handlers(resource))
+        return matching.deduplicated(self._watching.get_resource_handlers(resource))
 
     def get_changing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.ChangingHandler]:
         # Not deduplicated here: e.g. @on.resume+@on.create on one function share the id, and
-        # which of them applies depends on the cause. See select_changing_handlers().
+        # which of them applies depends on the cause. See matching.select_changing_handlers().
         return self._changing.get_resource_handlers(resource)
 
     def get_spawning_handlers(self, *, resource: references.Resource) -> Sequence[handlers.SpawningHandler]:
-        return _deduplicated(self._spawning.get_resource_handlers(resource))
+        return matching.deduplicated(self._spawning.get_resource_handlers(resource))
 
     def get_indexing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.IndexingHandler]:
-        return _deduplicated(self._indexing.get_resource_handlers(resource))
+        return matching.deduplicated(self._indexing.get_resource_handlers(resource))
 
     def get_webhook_handlers(self) -> Sequence[webhooks.WebhookHandler]:
         """All admission handlers, in the order of declaration (they are served by id, not by resource)."""
@@ -276,153 +276,6 @@ class OperatorRegistry:
 
 def _serves(handler: handlers.ResourceHandler, resource: references.Resource) -> bool:
     return handler.selector is not None and handler.selector.check(resource)
-
-
-def _deduplicated(items: Iterable[HandlerT]) -> List[HandlerT]:
-    """The first handler of each id: the same function under several selectors runs once."""
-    seen: set[tuple[Any, str]] = set()
-    result: List[HandlerT] = []
-    for handler in items:
-        key = (handler.fn, handler.id)
-        if key not in seen:
-            seen.add(key)
-            result.append(handler)
-    return result
-
-
-# Filtering: which handlers apply to a specific object and cause.
-
-def match_resource_filters(
-        handler: handlers.ResourceHandler,
-        *,
-        body: Mapping[str, Any],
-        kwargs: Mapping[str, Any],
-        diff: Optional[diffs.Diff] = None,
-        old: Optional[Mapping[str, Any]] = None,
-        new: Optional[Mapping[str, Any]] = None,
-) -> bool:
-    """
-    Check the labels, annotations, field/value/old/new and ``when=`` filters.
-
-    With a diff (for updates), a ``field=`` must be affected by the change, and
-    ``value=`` applies to either side of the change; ``old=``/``new=`` apply to
-    their sides only. Without a diff, the object's current state is checked.
-    """
-    meta = body.get('metadata', {})
-    if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
-        return False
-    if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
-        return False
-    if not _match_field(handler, body=body, kwargs=kwargs, diff=diff, old=old, new=new):
-        return False
-    if handler.when is not None and not handler.when(**kwargs):
-        return False
-    return True
-
-
-def _match_field(
-        handler: handlers.ResourceHandler,
-        *,
-        body: Mapping[str, Any],
-        kwargs: Mapping[str, Any],
-        diff: Optional[diffs.Diff],
-        old: Optional[Mapping[str, Any]],
-        new: Optional[Mapping[str, Any]],
-) -> bool:
-    if not handler.field:
-        return True
-    old_crit = getattr(handler, 'old', None)
-    new_crit = getattr(handler, 'new', None)
-    needs_change = getattr(handler, 'field_needs_change', None)
-    if diff is not None and needs_change:
-        old_present, old_value = filters.resolve_field(old or {}, handler.field)
-        new_present, new_value = filters.resolve_field(new or {}, handler.field)
-        if (old_present, old_value) == (new_present, new_value):
-            return False  # not affected by this change
-        if old_crit is not None or new_crit is not None:
-            old_ok = old_crit is None or filters.match_value(old_crit, old_value, present=old_present, kwargs=kwargs)
-            new_ok = new_crit is None or filters.match_value(new_crit, new_value, present=new_present, kwargs=kwargs)
-            return old_ok and new_ok
-        criterion = handler.value if handler.value is not None else filters.PRESENT
-        return (filters.match_value(criterion, old_value, present=old_present, kwargs=kwargs) or
-                filters.match_value(criterion, new_value, present=new_present, kwargs=kwargs))
-    present, value = filters.resolve_field(body, handler.field)
-    criterion = handler.value if handler.value is not None else filters.PRESENT
-    return filters.match_value(criterion, value, present=present, kwargs=kwargs)
-
-
-def select_changing_handlers(
-        handlers_: Sequence[handlers.ChangingHandler],
-        *,
-        cause: causes.ChangingCause,
-        kwargs: Mapping[str, Any],
-) -> Sequence[handlers.ChangingHandler]:
-    """The handlers to run for this cause, in the order of declaration."""
-    return _deduplicated(
-        handler for handler in handlers_
-        if handler.applies_to(cause)
-        and match_resource_filters(handler, body=cause.body, kwargs=kwargs,
-                                   diff=cause.diff if _checks_change(handler, cause) else None,
-                                   old=cause.old, new=cause.new)
-    )
-
-
-def _checks_change(handler: handlers.ChangingHandler, cause: causes.ChangingCause) -> bool:
-    """Whether the handler's ``field=`` must be changed by this cause rather than just be set."""
-    # Field handlers (no reason of their own) need a change of the field whatever the reason:
-    # at creation, its first appearance is such a change; at resuming, nothing has changed.
-    is_field_handler = handler.reason is None and not handler.initial
-    return cause.reason == causes.Reason.UPDATE or is_field_handler
-
-
-def requires_finalizer(
-        handlers_: Sequence[handlers.ResourceHandler],
-        *,
-        body: Mapping[str, Any],
-        kwargs: Mapping[str, Any],
-) -> bool:
-    """Whether a non-optional deletion handler, or a daemon/timer, applies to the object as it is now."""
-    for handler in handlers_:
-        if not getattr(handler, 'requires_finalizer', None):
-            continue
-        if isinstance(handler, handlers.ChangingHandler) and handler.reason != causes.Reason.DELETE:
-            continue
-        if match_resource_filters(handler, body=body, kwargs=kwargs):
-            return True
-    return False
-
-
-def is_in_scope(
-        handlers_: Sequence[handlers.ResourceHandler],
-        *,
-        body: Mapping[str, Any],
-        kwargs: Mapping[str, Any],
-) -> bool:
-    """
-    Whether any handler's filters match the object at all (else: stealth mode).
-
-    The update & field handlers (``@on.update``/``@on.field`` with ``field=``)
-    count as matching regardless of the field: they are about a change, not
-    about the current state, so that a dummy field handler keeps all objects
-    in scope, as the manual suggests. The ``field=``/``value=`` filters of all
-    other handlers check the current state: an object starts matching them,
-    e.g., when its spec changes --- and this is then a creation for it.
-    """
-    for handler in handlers_:
-        meta = body.get('metadata', {})
-        if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
-            continue
-        if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
-            continue
-        if handler.field and not getattr(handler, 'field_needs_change', None):
-            present, value = filters.resolve_field(body, handler.field)
-            criterion = handler.value if handler.value is not None else filters.PRESENT
-            if not filters.match_value(criterion, value, present=present, kwargs=kwargs):
-                continue
-        if handler.when is not None and not handler.when(**kwargs):
-            continue
-        return True
-    return False
 
 
 _default_registry: Optional[OperatorRegistry] = None

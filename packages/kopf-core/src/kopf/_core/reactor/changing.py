@@ -22,7 +22,7 @@ from kopf._core.actions import application, execution, lifecycles, loggers, prog
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.actions.results import store_result
 from kopf._core.engines import daemons, indexing, stoppers
-from kopf._core.intents import causes, handlers, registries
+from kopf._core.intents import causes, handlers, matching, registries
 from kopf._core.reactor import inventory
 
 
@@ -103,7 +103,7 @@ class ChangeCycle:
             self._stop_daemons(stoppers.DaemonStoppingReason.RESOURCE_DELETED)
 
         # Stealth mode: objects matching no handler's filters are neither logged nor annotated.
-        if not registries.is_in_scope(state_handlers, body=self.body, kwargs=self.base_kwargs):
+        if not matching.is_in_scope(state_handlers, body=self.body, kwargs=self.base_kwargs):
             return await self._out_of_scope()
 
         change = self._detect_change()
@@ -113,7 +113,7 @@ class ChangeCycle:
 
         deleting = change.reason == causes.Reason.DELETE
         if not deleting:
-            needs_finalizer = registries.requires_finalizer(state_handlers, body=self.body, kwargs=self.base_kwargs)
+            needs_finalizer = matching.requires_finalizer(state_handlers, body=self.body, kwargs=self.base_kwargs)
             finalized = await self._fix_finalizer(needs_finalizer=needs_finalizer)
             if finalized is not None:
                 return finalized
@@ -199,7 +199,7 @@ class ChangeCycle:
             resource=self.resource, body=self.body, patch=self.patch, memo=self.memo, logger=self.logger,
             indices=self.context.indexers.as_kwargs(), reason=change.reason,
             initial=change.initial, diff=change.diff, old=change.old, new=change.new)
-        selected = registries.select_changing_handlers(self.changing_handlers, cause=cause,
+        selected = matching.select_changing_handlers(self.changing_handlers, cause=cause,
                                                        kwargs=kwargs_.build_changing_kwargs(cause))
         state = self._load_state(change, selected)
         if selected and self.logger.isEnabledFor(logging.DEBUG):  # the body's repr is costly: only if shown
@@ -288,9 +288,9 @@ class ChangeCycle:
     def _spawn_daemons(self, memory: inventory.ObjectMemory) -> None:
         if memory.daemons is None:
             memory.daemons = daemons.DaemonsMemory(body=bodies.Body(dict(self.body)))
-        matching = [h for h in self.spawning_handlers
-                    if registries.match_resource_filters(h, body=self.body, kwargs=self.base_kwargs)]
-        daemons.spawn_daemons(memory=memory.daemons, matching=matching, context=self._daemon_context(memory))
+        matched = [h for h in self.spawning_handlers
+                   if matching.match_resource_filters(h, body=self.body, kwargs=self.base_kwargs)]
+        daemons.spawn_daemons(memory=memory.daemons, matching=matched, context=self._daemon_context(memory))
 
     def _stop_daemons(self, reason: stoppers.DaemonStoppingReason) -> None:
         memory = self.memory

@@ -18,7 +18,7 @@ from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, hierarchies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers
 from kopf._core.actions import kwargs as kwargs_
-from kopf._core.intents import causes, registries
+from kopf._core.intents import causes, matching
 from kopf._core.reactor.changing import ChangeCycle
 from kopf._core.reactor.changing import CycleResult as CycleResult
 from kopf._core.reactor.changing import ProcessingContext as ProcessingContext
@@ -115,7 +115,7 @@ async def _process_watching(
                                  indices=context.indexers.as_kwargs(), type=raw_event.get('type'), event=raw_event)
     kwargs = kwargs_.build_watching_kwargs(cause)
     for handler in watching_handlers:
-        if not registries.match_resource_filters(handler, body=body, kwargs=kwargs):
+        if not matching.match_resource_filters(handler, body=body, kwargs=kwargs):
             continue
         try:
             logger.debug(f"{handler.title} is invoked.")
