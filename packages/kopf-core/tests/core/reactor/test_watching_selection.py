@@ -250,3 +250,28 @@ async def test_a_streaming_re_list_after_gone_reports_changes_and_deletions() ->
     settings.watching.initial_streaming = True
     events = await collect(client, settings, 4)
     assert summary(events) == [(None, 'a'), (None, 'b'), ('MODIFIED', 'a'), ('DELETED', 'b')]
+
+
+# --- Bookmarks ---
+
+class Disconnected(Exception):
+    """A transport error of a client library: neither an API error nor an OSError."""
+
+
+@pytest.mark.looptime
+async def test_a_bookmark_alone_proves_a_broken_stream_works_again(caplog: pytest.LogCaptureFixture) -> None:
+    bookmark = {'type': 'BOOKMARK', 'object': {'metadata': {'resourceVersion': '20'}}}
+    client = ScriptedClient(streams=[[Disconnected('cut')], [bookmark]])
+    caplog.set_level(logging.INFO)
+
+    async def consume() -> None:
+        async for _ in watching.continuous_watch(client=client, settings=OperatorSettings(),  # type: ignore[arg-type]
+                                                 resource=RESOURCE, namespace=None):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert 'Failed to stream' in caplog.text
+    assert 'Succeeded to stream kopfexamples.v1.kopf.dev cluster-wide after 1 failure(s).' in caplog.text

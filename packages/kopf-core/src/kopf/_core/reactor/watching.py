@@ -82,10 +82,11 @@ async def continuous_watch(
                 verb = 'watch'
             async for event in _watch_as_events(client=client, settings=settings, resource=resource,
                                                 namespace=namespace, stream=stream):
-                forbidden.succeeded(verb)
+                forbidden.succeeded(verb)  # a bookmark (None here) proves the stream works too
                 broken.over()
                 absences = 0
-                yield event
+                if event is not None:
+                    yield event
             forbidden.succeeded(verb)
             broken.over()
         except apierrors.APIForbiddenError as e:
@@ -263,9 +264,9 @@ async def _watch_as_events(
         resource: references.Resource,
         namespace: references.Namespace,
         stream: _Stream,
-) -> AsyncIterator[typedefs.RawEvent]:
+) -> AsyncIterator[Optional[typedefs.RawEvent]]:
     """
-    Yield the events of one watch request, from the stream's resourceVersion.
+    Yield the events of one watch request, from the stream's resourceVersion (``None`` for bookmarks).
 
     Without a resourceVersion, it is a streaming list: the initial ``ADDED``
     events are the listing's objects (of type ``None`` on the first listing, as
@@ -292,14 +293,13 @@ async def _watch_as_events(
                     yield deleted
                 stream.listed(new_version or '')
                 listing = None
-            elif (initial := listing.take(raw)) is not None:
-                yield initial
-            continue
-        if raw_event.get('type') == 'BOOKMARK':
-            stream.resource_version = new_version or stream.resource_version
+                yield None
+            else:
+                yield listing.take(raw)
             continue
         stream.resource_version = new_version or stream.resource_version
-        if not stream.shards.keeps(raw):
+        if raw_event.get('type') == 'BOOKMARK' or not stream.shards.keeps(raw):
+            yield None
             continue
         _remember(stream.known, raw_event)
         yield raw_event
