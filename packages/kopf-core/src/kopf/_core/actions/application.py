@@ -36,25 +36,14 @@ async def apply_patch(
     The transformation functions that could not be applied due to a conflict
     are left in ``patch.fns`` for the next cycle; everything else is cleared.
     """
-    namespace = body.metadata.namespace
-    name = _name_of(body)
     merge = {key: value for key, value in patch.items()}
     status_patch: Optional[Dict[str, Any]] = None
     if 'status' in resource.subresources and 'status' in merge:
         status_patch = {'status': merge.pop('status')}
 
-    latest: Optional[typedefs.RawBody] = None
     try:
-        if merge:
-            if logger.isEnabledFor(logging.DEBUG):  # the patch's repr is costly: only if shown
-                logger.debug(f"Merge-patching the resource with: {merge!r}")
-            latest = await client.patch_object(resource, namespace=namespace, name=name, patch=merge,
-                                               patch_type=protocols.PatchType.MERGE)
-        if status_patch:
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(f"Merge-patching the status with: {status_patch!r}")
-            latest = await client.patch_object(resource, namespace=namespace, name=name, patch=status_patch,
-                                               patch_type=protocols.PatchType.MERGE, subresource='status')
+        latest = await _send_merge_patches(client=client, resource=resource, body=body, logger=logger,
+                                           merge=merge, status_patch=status_patch)
     except apierrors.APINotFoundError:
         logger.debug("Patching was skipped: the object does not exist anymore.")
         patch.clear()
@@ -75,6 +64,31 @@ async def apply_patch(
         # If the functions are rejected, the merge-patched version is still the latest one known.
         latest = await _apply_fns(client=client, resource=resource, body=latest or dict(body),
                                   fns=fns, patch=patch, logger=logger) or latest
+    return latest
+
+
+async def _send_merge_patches(
+        *,
+        client: protocols.ApiClient,
+        resource: references.Resource,
+        body: bodies.Body,
+        logger: typedefs.Logger,
+        merge: Dict[str, Any],
+        status_patch: Optional[Dict[str, Any]],
+) -> Optional[typedefs.RawBody]:
+    """The main resource's merge-patch, then the status subresource's; the latest body returned."""
+    namespace, name = body.metadata.namespace, _name_of(body)
+    latest: Optional[typedefs.RawBody] = None
+    if merge:
+        if logger.isEnabledFor(logging.DEBUG):  # the patch's repr is costly: only if shown
+            logger.debug(f"Merge-patching the resource with: {merge!r}")
+        latest = await client.patch_object(resource, namespace=namespace, name=name, patch=merge,
+                                           patch_type=protocols.PatchType.MERGE)
+    if status_patch:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(f"Merge-patching the status with: {status_patch!r}")
+        latest = await client.patch_object(resource, namespace=namespace, name=name, patch=status_patch,
+                                           patch_type=protocols.PatchType.MERGE, subresource='status')
     return latest
 
 

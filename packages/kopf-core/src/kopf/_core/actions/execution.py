@@ -77,17 +77,9 @@ async def execute_handler_once(
     errors_mode = handler.errors if handler.errors is not None else default_errors
     backoff = handler.backoff if handler.backoff is not None else _default_backoff(context.settings)
     title = handler.title
-
-    # Check the limits before the attempt: a restarted operator must not exceed them either.
-    if handler.timeout is not None and state.runtime.total_seconds() >= handler.timeout:
-        exc: BaseException = errors.HandlerTimeoutError(
-            f"{title} has timed out after {state.runtime}.")
-        logger.error(str(exc))
-        return progression.HandlerOutcome(final=True, exception=exc)
-    if handler.retries is not None and state.retries >= handler.retries:
-        exc = errors.HandlerRetriesError(f"{title} has exceeded {state.retries} retries.")
-        logger.error(str(exc))
-        return progression.HandlerOutcome(final=True, exception=exc)
+    exceeded = _check_limits(handler, state, logger)
+    if exceeded is not None:
+        return exceeded
 
     kwargs = context.build_kwargs(handler, state)
     scope = context.subscope(handler, state, kwargs) if context.subscope is not None else None
@@ -119,6 +111,24 @@ async def execute_handler_once(
     finally:
         if token is not None:
             subexecution_var.reset(token)
+
+
+def _check_limits(
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+        logger: typedefs.Logger,
+) -> Optional[progression.HandlerOutcome]:
+    """A final failure if the handler's timeout or retries are exceeded (checked before the attempt)."""
+    # Before the attempt, not after: a restarted operator must not exceed them either.
+    exc: BaseException
+    if handler.timeout is not None and state.runtime.total_seconds() >= handler.timeout:
+        exc = errors.HandlerTimeoutError(f"{handler.title} has timed out after {state.runtime}.")
+    elif handler.retries is not None and state.retries >= handler.retries:
+        exc = errors.HandlerRetriesError(f"{handler.title} has exceeded {state.retries} retries.")
+    else:
+        return None
+    logger.error(str(exc))
+    return progression.HandlerOutcome(final=True, exception=exc)
 
 
 def _text(exc: BaseException) -> str:
