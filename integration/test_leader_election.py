@@ -358,9 +358,9 @@ def test_a_lease_held_with_a_renew_time_in_the_far_future_is_said_and_taken_over
     assert time.time() - started_at >= LEASE_DURATION  # the ghost's lease ran out first, on our clock
     lines = [line for line in process.log.splitlines() if 'in the future' in line]
     assert len(lines) == 1
-    assert ("The Lease {ns}/{lease} held by 'ghost' has a renewTime in the future (2999-01-01T00:00:00.000000Z): "
-            "the time in the Lease is ignored; it expires 6s after it last changed.").format(
-                ns=namespace, lease=LEASE) in lines[0]
+    assert (f"The Lease {namespace}/{LEASE} held by 'ghost' has a renewTime in the future "
+            f"(2999-01-01T00:00:00.000000Z): the time in the Lease is ignored; it expires 6s after it last changed."
+            ) in lines[0]
     spec = lease_spec(cluster, namespace)
     assert spec['leaseTransitions'] == 4 and spec['holderIdentity'] != 'ghost'
     create(cluster, namespace, 'obj')

@@ -114,8 +114,8 @@ class FakeLeaseClient:
         try:
             while True:
                 event = await queue.get()
-                while self.cut_off:
-                    await asyncio.sleep(1)
+                if self.cut_off:
+                    await asyncio.Event().wait()  # the stream goes silent for good
                 if field_selector == f"metadata.name={event['object']['metadata']['name']}":
                     yield event
         finally:
