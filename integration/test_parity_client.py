@@ -152,7 +152,8 @@ def test_an_unreachable_server_says_so_in_a_few_lines(tmp_path: pathlib.Path) ->
     path = tmp_path / 'unreachable.kubeconfig'
     path.write_text(yaml.safe_dump({
         'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'x',
-        'clusters': [{'name': 'c', 'cluster': {'server': f'https://127.0.0.1:{port}', 'insecure-skip-tls-verify': True}}],
+        'clusters': [{'name': 'c', 'cluster': {'server': f'https://127.0.0.1:{port}',
+                                               'insecure-skip-tls-verify': True}}],
         'users': [{'name': 'u', 'user': {'token': 'abc'}}],
         'contexts': [{'name': 'x', 'context': {'cluster': 'c', 'user': 'u'}}]}))
     result = run_to_the_end([OPERATOR, '-A', '--standalone'], env={'KUBECONFIG': str(path),

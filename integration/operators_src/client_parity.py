@@ -28,7 +28,7 @@ async def count_request(_: aiohttp.ClientSession, __: Any, params: aiohttp.Trace
 
 if MODE == 'session':
     @kopf.on.login()
-    async def login_fn(**kwargs: Any) -> kopf.AiohttpSession:
+    async def login_with_own_session(**kwargs: Any) -> kopf.AiohttpSession:
         info = kopf.login_with_kubeconfig(**kwargs)
         assert info is not None and info.token is not None
         context = ssl.create_default_context(cafile=info.ca_path,
@@ -44,7 +44,7 @@ if MODE == 'session':
 
 elif MODE == 'kubeconfig':
     @kopf.on.login()
-    def login_fn(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
+    def login_with_kubeconfig_only(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
         return kopf.login_with_kubeconfig(**kwargs)
 
 elif MODE == 'fast-retries':

@@ -49,7 +49,7 @@ async def test_settings_of_the_session_itself_are_refused_not_ignored() -> None:
 
 
 def test_a_non_session_is_refused() -> None:
-    with pytest.raises(TypeError, match="needs an aiohttp.ClientSession as aiohttp_session, not str"):
+    with pytest.raises(TypeError, match=r"needs an aiohttp\.ClientSession as aiohttp_session, not str"):
         AiohttpSession(aiohttp_session='session', server='https://k8s')  # type: ignore[arg-type]
 
 
@@ -118,5 +118,5 @@ async def test_a_session_closed_by_its_owner_invalidates_its_credentials(
                            'plain': kopf.ConnectionInfo(server=api.url, token='plain')})
     async with await make_client(vault, settings, []) as client:
         assert await client.get_object(PODS, namespace='ns', name='pod1') == POD
-    key, info = await vault.select()
+    key, _ = await vault.select()
     assert key == 'plain'
