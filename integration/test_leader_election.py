@@ -24,7 +24,7 @@ import pytest
 from aiohttp import web
 
 from integration import kubeobjects
-from integration.chaos import _proxy
+from integration.chaos import _proxy, _schedule
 from integration.controlplane import Cluster
 from integration.operating import REPO_ROOT, OperatorProcess
 
@@ -222,7 +222,7 @@ class CuttableProxy(_proxy.FaultProxy):
     def cut_off(self) -> None:
         self.cut = True
         for _ in range(self.open_watches):
-            self.inject(_proxy._schedule.Fault(at=0, kind=_proxy._schedule.DROP_WATCH, count=1, seconds=0, status=0))
+            self.inject(_schedule.Fault(at=0, kind=_schedule.DROP_WATCH, count=1, seconds=0, status=0))
 
 
 class ProxyThread:

@@ -38,7 +38,7 @@ def create_fn(name: str, **_: Any) -> None:
 
 
 @kopf.daemon(*RESOURCE, cancellation_timeout=1)
-async def heartbeat_fn(name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
+async def heartbeat_fn(name: str, stopped: Any, **_: Any) -> None:  # an async daemon's stop-flag
     record(name, 'daemon')
     try:
         while not stopped:

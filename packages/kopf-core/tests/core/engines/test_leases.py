@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kopf._cogs.clients import errors as apierrors
 from kopf._core.engines import leases
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -151,7 +152,7 @@ async def test_a_conflicting_update_loses_and_sees_the_winner(lease_api: Any) ->
                                              timings=TIMINGS, now=0, moment=MOMENT)
     # Our write is based on the version read before theirs: the API server refuses it.
     written = leases.held_spec(ours.record, identity='me', moment=MOMENT, timings=TIMINGS)
-    with pytest.raises(leases.apierrors.APIConflictError):
+    with pytest.raises(apierrors.APIConflictError):
         await leases.write_lease(lease_api.client(), REF, written, based_on=ours.record)
     held = await leases.try_acquire_or_renew(lease_api.client(), REF, identity='me', observation=ours,
                                              timings=TIMINGS, now=0, moment=MOMENT)
