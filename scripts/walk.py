@@ -8,6 +8,9 @@ event is carried to the create handler and the handler's result is patched::
 
     python scripts/walk.py trace [--posting default|off] [--list] [--json FILE]
 
+(``trace`` expects the CRD of ``examples/crd.yaml`` in the cluster; ``compare``
+applies it. ``kubectl`` is taken from ``PATH`` unless ``--kubectl`` names one.)
+
 The same file is the operator for every framework it runs with: whichever
 ``kopf`` the interpreter imports is walked (ours with ``kopf_client``, or
 upstream Kopf). ``compare`` runs ``trace`` with each given interpreter and
