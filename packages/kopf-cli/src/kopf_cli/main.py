@@ -15,9 +15,10 @@ which is how the operator is run in-process, e.g. in tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
-from typing import Any, Callable, Collection, Optional
+from typing import Any, Callable, Collection, Iterator, Optional
 
 import click
 
@@ -119,7 +120,7 @@ def run(
     _loading.preload(paths=paths, modules=modules)
     _loading.check_handlers(controls.registry if controls.registry is not None else kopf.get_default_registry())
 
-    try:
+    with _start_up_errors_as_messages():
         kopf.run(
             loop=controls.loop if controls.loop is not None else _get_default_loop(),
             registry=controls.registry,
@@ -136,14 +137,18 @@ def run(
             clusterwide=clusterwide,
             namespaces=tuple(namespaces),
         )
+
+
+@contextlib.contextmanager
+def _start_up_errors_as_messages() -> Iterator[None]:
+    """The operator's configuration problems, not bugs: one clear line each instead of a traceback."""
+    try:
+        yield
     except kopf.LivenessEndpointError as e:  # a malformed URL, or a port that is in use
         raise click.ClickException(str(e)) from e
     except kopf.LoginError as e:
-        # A configuration problem, not a bug: one clear line instead of a traceback.
         raise click.ClickException(f"Cannot log in to the cluster: {e}") from e
-    except kopf.AdmissionSetupError as e:
-        raise click.ClickException(str(e)) from e
-    except kopf.LeaseError as e:  # a Lease name, namespace or timing that cannot work
+    except (kopf.AdmissionSetupError, kopf.LeaseError) as e:  # webhooks or a Lease that cannot work
         raise click.ClickException(str(e)) from e
     except OSError as e:
         # The network errors that remain after the client's retries: the cluster is not there.
