@@ -7,8 +7,10 @@ receives the request shows whether the client went through the proxy.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+import types
+from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 
 import kopf
@@ -98,3 +100,23 @@ def test_the_proxys_password_is_hidden_in_the_reprs() -> None:
     info = kopf.ConnectionInfo(server='https://k8s', proxy_url='http://user:secret@proxy.local:3128')
     assert 'secret' not in repr(info)
     assert "proxy_url='http://user:<hidden>@proxy.local:3128'" in repr(info)
+
+
+async def test_socks5_goes_through_the_connector_of_aiohttp_socks(
+        api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    # aiohttp-socks is optional and not installed here: a stand-in records how it is asked for the connector.
+    asked: list[tuple[str, dict[str, object]]] = []
+
+    class ProxyConnector(aiohttp.TCPConnector):
+        @classmethod
+        def from_url(cls, url: str, **kwargs: Any) -> ProxyConnector:
+            asked.append((url, kwargs))
+            return cls(**kwargs)  # connects directly: what matters here is that this connector is used
+
+    monkeypatch.setitem(sys.modules, 'aiohttp_socks', types.SimpleNamespace(ProxyConnector=ProxyConnector))
+    api.add(POD_PATH, POD)
+    info = kopf.ConnectionInfo(server=api.url, proxy_url='socks5://proxy.local:1080')
+    async with AiohttpClient(vault=clients.Vault({'main': info}), settings=kopf.OperatorSettings()) as client:
+        assert await client.get_object(PODS, namespace='ns', name='pod1') == POD
+    assert [url for url, _ in asked] == ['socks5://proxy.local:1080']
+    assert asked[0][1]['limit'] == 0 and 'ssl' in asked[0][1]  # the same pool and TLS as without a proxy
