@@ -14,15 +14,50 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Collection, Dict, List
+from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
-from kopf._core.engines import peering
-from kopf._core.reactor import watching
+from kopf._core.engines import leadership, leases, peering
+from kopf._core.reactor import options, watching
 
 logger = logging.getLogger('kopf.reactor.peering')
+
+
+def apply_leadership_options(
+        election_settings: configuration.LeaderElectionSettings,
+        opts: options.OperatorOptions,
+) -> None:
+    """The leader election's options of the call override the settings; the names given are checked now."""
+    if opts.leader_election is not None:
+        election_settings.enabled = bool(opts.leader_election)
+    if isinstance(opts.leader_election, str):
+        election_settings.lease_name = opts.leader_election
+    if opts.leader_election_namespace is not None:
+        election_settings.lease_namespace = opts.leader_election_namespace
+    if election_settings.enabled and election_settings.lease_name is not None:
+        leadership.check_lease_name(election_settings.lease_name)
+    if election_settings.enabled and election_settings.lease_namespace is not None:
+        leadership.check_lease_namespace(election_settings.lease_namespace)
+
+
+def resolve_leader_election(
+        settings: configuration.OperatorSettings,
+        *,
+        served: Collection[references.NamespacePattern],
+        clusterwide: bool,
+) -> Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]]:
+    """The Lease to compete for, as the settings say after the startup handlers; ``None`` if off."""
+    election = settings.leader_election
+    if not election.enabled:
+        given = [f'{name}={getattr(election, name)!r}' for name in ('lease_name', 'lease_namespace')
+                 if getattr(election, name) is not None]
+        if given:
+            logger.warning(f"Leader election is off, so settings.leader_election's {', '.join(given)} "
+                           f"is not used: set settings.leader_election.enabled = True (or --leader-election).")
+        return None
+    return leadership.resolve_lease(settings, served=served, clusterwide=clusterwide)
 
 
 class OperatingGate:

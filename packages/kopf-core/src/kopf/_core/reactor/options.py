@@ -109,6 +109,8 @@ class OperatorOptions:
         if self.leader_election is not None and not isinstance(self.leader_election, (bool, str)):
             raise TypeError(f"leader_election= must be True, False, a Lease name, or None; "
                             f"got {type(self.leader_election).__name__}.")
+        if self.leader_election == '':
+            raise ValueError("leader_election= must be a Lease name or True (for the default Lease), not ''.")
         if self.leader_election is False and self.leader_election_namespace is not None:
             raise ValueError("leader_election_namespace= is given, but leader_election=False turns the leader "
                              "election off: drop one of them.")

@@ -44,6 +44,7 @@ from kopf._core.reactor import (
     observation,
     options,
     orchestration,
+    pausing,
     processing,
 )
 
@@ -52,9 +53,6 @@ logger = logging.getLogger('kopf.reactor.running')
 
 # How long the exiting operator waits for the daemons after they are asked to stop ("hung" tasks).
 HUNG_TASKS_TIMEOUT = 5.0
-
-# How often the daemons spawned by the finishing cycles are stopped again while the operator is paused.
-PAUSED_DAEMONS_SWEEP_INTERVAL = 1.0
 
 
 def _no_kwargs(*_: Any) -> Dict[str, Any]:
@@ -174,23 +172,6 @@ def _apply_peering_options(
     peering_settings.clusterwide = clusterwide
 
 
-def _apply_leadership_options(
-        election_settings: configuration.LeaderElectionSettings,
-        opts: options.OperatorOptions,
-) -> None:
-    """The leader election's options of the call override the settings; the names given are checked now."""
-    if opts.leader_election is not None:
-        election_settings.enabled = bool(opts.leader_election)
-    if isinstance(opts.leader_election, str):
-        election_settings.lease_name = opts.leader_election
-    if opts.leader_election_namespace is not None:
-        election_settings.lease_namespace = opts.leader_election_namespace
-    if election_settings.enabled and election_settings.lease_name is not None:
-        leadership.check_lease_name(election_settings.lease_name)
-    if election_settings.enabled and election_settings.lease_namespace is not None:
-        leadership.check_lease_namespace(election_settings.lease_namespace)
-
-
 class _Lifecycle:
     """The operator's life from the start to the exit: one instance per operator."""
 
@@ -207,7 +188,7 @@ class _Lifecycle:
                            "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
             self.clusterwide = True
         _apply_peering_options(self.settings.peering, opts, clusterwide=self.clusterwide)
-        _apply_leadership_options(self.settings.leader_election, opts)
+        coordination.apply_leadership_options(self.settings.leader_election, opts)
         self.vault = opts.vault if opts.vault is not None else credentials.Vault()
         self.memo = opts.memo if opts.memo is not None else ephemera.Memo()
         self.memories = opts.memories if opts.memories is not None else inventory.ObjectMemories()
@@ -222,7 +203,8 @@ class _Lifecycle:
         self.stopping = asyncio.Event()
         self.operating = asyncio.Event()  # set while the objects are served (peering and leadership allow)
         self.elector: Optional[leadership.Elector] = None  # with leader election only
-        self.pausing: Optional[asyncio.Task[None]] = None  # keeps the daemons stopped while not operating
+        self.pauser = pausing.DaemonsPauser(memories=self.memories, operating=self.operating,
+                                            context_of=self._daemon_context)
         self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
 
     async def run(self) -> None:
@@ -245,7 +227,8 @@ class _Lifecycle:
                 await self._run_startup()
             if not self.stopping.is_set():
                 webhookserving.check_setup(registry=self.registry, settings=self.settings)
-                election = self._resolve_leader_election()
+                election = coordination.resolve_leader_election(
+                    self.settings, served=self.namespaces, clusterwide=self.clusterwide)
                 background.extend(await self._spawn_serving(client, election))
                 aioadapters.raise_flag(self.ready_flag)
                 await self._until_stopped_or()
@@ -279,18 +262,6 @@ class _Lifecycle:
         else:
             startup.result()  # re-raise the activity's failure, if any
 
-    def _resolve_leader_election(self) -> Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]]:
-        """The Lease to compete for, as the settings say after the startup handlers; ``None`` if off."""
-        election = self.settings.leader_election
-        if not election.enabled:
-            given = [f'{name}={getattr(election, name)!r}' for name in ('lease_name', 'lease_namespace')
-                     if getattr(election, name) is not None]
-            if given:
-                logger.warning(f"Leader election is off, so settings.leader_election's {', '.join(given)} "
-                               f"is not used: set settings.leader_election.enabled = True (or --leader-election).")
-            return None
-        return leadership.resolve_lease(self.settings, served=self.namespaces, clusterwide=self.clusterwide)
-
     async def _spawn_serving(
             self,
             client: protocols.ApiClient,
@@ -313,7 +284,7 @@ class _Lifecycle:
             client=client, settings=self.settings, clusterwide=self.clusterwide,
             patterns=self.namespaces, insights=self.insights)), name='namespace observer'))
         gate = coordination.OperatingGate(operating=self.operating, changed=self.insights.changed,
-                                          on_pause=self._keep_daemons_paused)
+                                          on_pause=self.pauser.pause)
         peered = gate.consent()
         tasks.append(asyncio.create_task(self._guard(self._coordinate(client, peered)), name='peering'))
         if election is not None:
@@ -349,34 +320,9 @@ class _Lifecycle:
         return daemons.DaemonContext(settings=self.settings, logger=logger, memo=self.memo,
                                      build_kwargs=_no_kwargs, apply_patch=_no_patch, pending_fns=[])
 
-    def _keep_daemons_paused(self) -> None:
-        """The operator stops operating (peering, leadership): its daemons and timers stop too."""
-        if self.pausing is None or self.pausing.done():
-            self.pausing = asyncio.create_task(self._pause_daemons(), name='daemons pauser')
-
-    async def _pause_daemons(self) -> None:
-        """
-        Ask every daemon and timer to stop while the operator does not operate; they are spawned
-        again by the cycles of the objects once it operates again (the watch-streams re-list them).
-
-        The workers still finishing their cycles may spawn daemons after the first sweep:
-        the sweeps repeat every second until the operator operates again (or exits).
-        """
-        while not self.operating.is_set() and not self.stopping.is_set():
-            for memory in list(self.memories):
-                if memory.daemons is not None:
-                    daemons.stop_daemons(memory=memory.daemons, reason=stoppers.DaemonStoppingReason.OPERATOR_PAUSING,
-                                         context=self._daemon_context(memory.daemons))
-            try:
-                await asyncio.wait_for(self.operating.wait(), timeout=PAUSED_DAEMONS_SWEEP_INTERVAL)
-            except asyncio.TimeoutError:
-                pass
-
     async def _hand_over(self) -> None:
         """With leader election: once nothing handles the objects anymore, release the Lease for the next leader."""
-        if self.pausing is not None:
-            self.pausing.cancel()
-            await asyncio.wait([self.pausing])
+        await self.pauser.close()
         if self.elector is None:
             return
         await self._stop_daemons()  # any spawned by the cycles that were still finishing after the first stop
