@@ -53,9 +53,9 @@ from kopf._cogs.structs.hierarchies import (
     label,
     remove_owner_reference,
 )
+from kopf._cogs.structs.namespaces import check_namespace_patterns as check_namespace_patterns  # for kopf-cli
 from kopf._cogs.structs.patches import Patch, PatchFn
 from kopf._cogs.structs.references import EVERYTHING, Resource
-from kopf._cogs.structs.references import check_namespace_patterns as check_namespace_patterns  # for kopf-cli
 from kopf._cogs.structs.reviews import (
     Headers,
     Operation,

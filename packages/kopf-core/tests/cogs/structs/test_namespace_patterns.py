@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import kopf
-from kopf._cogs.structs.references import (
+from kopf._cogs.structs.namespaces import (
     NamespacePatternError,
     check_namespace_patterns,
     iter_namespace_matches,

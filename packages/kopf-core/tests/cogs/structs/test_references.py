@@ -7,14 +7,8 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from kopf._cogs.structs.references import (
-    EVERYTHING,
-    Resource,
-    Selector,
-    iter_namespace_matches,
-    match_namespace,
-    select_specific_namespaces,
-)
+from kopf._cogs.structs.namespaces import iter_namespace_matches, match_namespace, select_specific_namespaces
+from kopf._cogs.structs.references import EVERYTHING, Resource, Selector
 
 KOPFEXAMPLES = Resource(
     'kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',

@@ -28,7 +28,7 @@ from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
-from kopf._cogs.structs import references
+from kopf._cogs.structs import namespaces, references
 from kopf._core.intents import registries
 from kopf._core.reactor import watching
 
@@ -207,7 +207,7 @@ async def namespace_observer(
         insights.update(namespaces={None})
         insights.ready_namespaces.set()
         return
-    specific = references.select_specific_namespaces(patterns)
+    specific = namespaces.select_specific_namespaces(patterns)
     if set(specific) == set(patterns) and all(isinstance(p, str) and ',' not in p for p in patterns):
         # Exact names only: nothing to match, no need to list the namespaces at all.
         insights.update(namespaces=specific)
@@ -251,7 +251,7 @@ async def _follow_namespaces(
                     existing.discard(name)
                 else:
                     existing.add(name)
-                insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
+                insights.update(namespaces=set(namespaces.iter_namespace_matches(existing, patterns)))
                 if event.get('type') is not None or not insights.ready_namespaces.is_set():
                     insights.ready_namespaces.set()
     finally:
@@ -269,5 +269,5 @@ async def _ready_when_listed(
     on namespaces in ``settings.watching``, none of the namespaces may be visible).
     """
     await listed.wait()
-    insights.update(namespaces=set(references.iter_namespace_matches(existing, patterns)))
+    insights.update(namespaces=set(namespaces.iter_namespace_matches(existing, patterns)))
     insights.ready_namespaces.set()

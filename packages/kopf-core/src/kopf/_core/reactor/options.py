@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Collection, Coroutine, Optional, Pa
 from kopf._cogs.aiokits import aioadapters
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
-from kopf._cogs.structs import credentials, references
+from kopf._cogs.structs import credentials, namespaces, references
 from kopf._core.actions import lifecycles
 from kopf._core.engines import indexing
 from kopf._core.intents import registries
@@ -114,7 +114,7 @@ class OperatorOptions:
         if self.leader_election is False and self.leader_election_namespace is not None:
             raise ValueError("leader_election_namespace= is given, but leader_election=False turns the leader "
                              "election off: drop one of them.")
-        references.check_namespace_patterns(self.all_namespaces)
+        namespaces.check_namespace_patterns(self.all_namespaces)
 
     @property
     def all_namespaces(self) -> tuple[references.NamespacePattern, ...]:
