@@ -7,10 +7,14 @@ with ``--kopf-cluster=local``, else one started for this module. Tests that stop
 control plane or break its start use their own, so the shared one stays intact.
 Waits for asynchronous effects (garbage collection) poll with a deadline.
 """
+import base64
+import contextlib
 import json
 import os
 import pathlib
+import re
 import ssl
+import stat
 import subprocess
 import sys
 import textwrap
@@ -20,6 +24,8 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from integration.controlplane import (
     BuildError,
@@ -307,6 +313,110 @@ def test_request_counters_are_parsed_by_their_labels() -> None:
     assert sum_counts(counts, verb='LIST', resource='pods') == 7
     assert sum_counts(counts, code='404', group='apps', subresource='status') == 2
     assert sum(counts.values()) == 9
+
+
+# --- Security: etcd for the API server only, files for their owner only, no CA key on disk ---
+
+def _etcd_health(control_plane: ControlPlane, scheme: str, context: ssl.SSLContext | None = None) -> int:
+    """The status of etcd's /health on its client port, as asked with this scheme and TLS context."""
+    url = f'{scheme}://127.0.0.1:{control_plane.ports.etcd_client}/health'
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        e.close()
+        return e.code
+
+
+def _etcd_context(control_plane: ControlPlane, client: str | None) -> ssl.SSLContext:
+    """A TLS context that trusts etcd's CA, with the named client certificate of the PKI, or none."""
+    pki = control_plane.root_dir / 'pki'
+    context = ssl.create_default_context(cafile=str(pki / 'etcd-ca.pem'))
+    if client is not None:
+        context.load_cert_chain(str(pki / f'{client}.pem'), str(pki / f'{client}-key.pem'))
+    return context
+
+
+def test_etcd_refuses_plain_http(local: Cluster) -> None:
+    assert local.control_plane is not None
+    with pytest.raises(OSError):  # etcd closes the connection: "first record does not look like a TLS handshake"
+        _etcd_health(local.control_plane, 'http')
+
+
+@pytest.mark.parametrize('client', [
+    pytest.param(None, id='no-certificate'),
+    pytest.param('admin', id='cluster-admin-certificate'),
+])
+def test_etcd_refuses_tls_clients_without_its_client_certificate(local: Cluster, client: str | None) -> None:
+    assert local.control_plane is not None
+    with pytest.raises(OSError):  # ssl.SSLError, or the connection reset by etcd after its TLS alert
+        _etcd_health(local.control_plane, 'https', _etcd_context(local.control_plane, client))
+
+
+def test_etcd_answers_the_apiserver_certificate_and_the_apiserver_works(local: Cluster) -> None:
+    assert local.control_plane is not None
+    context = _etcd_context(local.control_plane, 'apiserver-etcd-client')
+    assert _etcd_health(local.control_plane, 'https', context) == 200
+    assert local.kubectl('get', '--raw', '/readyz/etcd').stdout == 'ok'
+
+
+def _read_modes(root: pathlib.Path) -> dict[str, int]:
+    """The modes (with the file types) of the directory and all under it; what vanishes meanwhile is skipped."""
+    modes = {}
+    for path in [root, *root.rglob('*')]:
+        with contextlib.suppress(FileNotFoundError):  # e.g. etcd's WAL segments being renamed
+            modes[str(path.relative_to(root))] = path.lstat().st_mode
+    return modes
+
+
+def test_every_file_is_0600_and_every_directory_0700_even_if_they_existed(
+        local: Cluster, tmp_path: pathlib.Path) -> None:
+    root = tmp_path / 'root'
+    (root / 'logs').mkdir(parents=True, mode=0o755)
+    root.chmod(0o755)
+    for path in [root / 'logs' / 'etcd.log', root / 'admin.kubeconfig', root / 'state.json',
+                 root / 'serviceaccount-default-operator.kubeconfig']:
+        path.write_text('{}\n')  # left by an older run, readable by all
+        path.chmod(0o644)
+    control_plane = ControlPlane(root, bin_dir=local.kubectl_path.parent)
+    with control_plane:
+        own = Cluster('local', control_plane.kubeconfig, control_plane.server, control_plane.kubectl_path,
+                      control_plane)
+        own.service_account_kubeconfig('default', 'operator')
+        control_plane.restart_etcd()  # and what a restart writes
+        modes = _read_modes(root)
+    assert {'etcd/member/wal', 'logs/etcd.log', 'pki/admin-key.pem', 'admin.kubeconfig', 'state.json',
+            'serviceaccount-default-operator.kubeconfig'} <= set(modes)
+    wrong = {name: oct(mode) for name, mode in modes.items()
+             if mode not in (stat.S_IFDIR | 0o700, stat.S_IFREG | 0o600)}  # nor links, sockets, etc.
+    assert wrong == {}
+
+
+def _private_keys(path: pathlib.Path) -> list[bytes]:
+    """Every PEM private key in the file, also the base64-embedded ones (kubeconfigs' client-key-data)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:  # gone meanwhile (etcd's WAL segments are renamed)
+        return []
+    texts = [data]
+    with contextlib.suppress(ValueError):  # not JSON: etcd's data, PEM files
+        config = json.loads(data)
+        for user in config.get('users', []) if isinstance(config, dict) else []:
+            texts.append(base64.b64decode(user['user'].get('client-key-data', '')))
+    pattern = rb'-----BEGIN [A-Z ]*PRIVATE KEY-----.+?-----END [A-Z ]*PRIVATE KEY-----'
+    return [key for text in texts for key in re.findall(pattern, text, re.DOTALL)]
+
+
+@pytest.mark.parametrize('ca_name', ['ca', 'etcd-ca'])
+def test_no_file_holds_the_private_key_of_a_certificate_authority(local: Cluster, ca_name: str) -> None:
+    assert local.control_plane is not None
+    root = local.control_plane.root_dir
+    ca_cert = x509.load_pem_x509_certificate((root / 'pki' / f'{ca_name}.pem').read_bytes())
+    keys = [serialization.load_pem_private_key(pem, password=None)
+            for path in root.rglob('*') if path.is_file()
+            for pem in _private_keys(path)]
+    assert len(keys) >= 6  # the servers' and clients' keys are there: the search finds keys
+    assert [key for key in keys if key.public_key() == ca_cert.public_key()] == []
 
 
 # --- Starting and stopping ---

@@ -25,8 +25,9 @@ from ._builder import (
     get_cache_dir,
     read_kubernetes_version,
 )
-from ._cluster import ADMIN_USER, NON_ADMIN_USER, ControlPlane, ControlPlaneError
+from ._cluster import ControlPlane, ControlPlaneError
 from ._commands import Ports
+from ._credentials import ADMIN_USER, NON_ADMIN_USER
 from ._lookup import locate_binaries
 from ._metrics import RequestCounts, RequestKey, parse_request_counts, subtract_counts, sum_counts
 from ._targets import (

@@ -3,9 +3,16 @@ The keys and certificates of a throwaway cluster, generated afresh per cluster.
 
 One certificate authority signs both the API server's serving certificate and
 the client certificates: the API server trusts it via ``--client-ca-file``, and
-clients trust it as the cluster's CA. ECDSA P-256 keys are used throughout
-because generating them takes microseconds where RSA takes tens of milliseconds;
-every Kubernetes component accepts them, including for service-account tokens.
+clients trust it as the cluster's CA. A second one, etcd's, signs etcd's
+certificate and the API server's client certificate for etcd, and nothing else:
+etcd trusts only it, so no other certificate of the cluster (e.g. the admin's)
+opens etcd. ECDSA P-256 keys are used throughout because generating them takes
+microseconds where RSA takes tens of milliseconds; every Kubernetes component
+accepts them, including for service-account tokens.
+
+An authority's private key never leaves the object: nothing in the cluster
+signs anything after the start (the controller manager runs no CSR signer), so
+the key lives only as long as the ``Authority`` and is never written to disk.
 """
 import dataclasses
 import datetime
@@ -18,6 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from . import _files
+
 _VALIDITY = datetime.timedelta(days=365)
 
 
@@ -28,13 +37,12 @@ class CertifiedKey:
     key_pem: bytes
 
     def write(self, cert_path: pathlib.Path, key_path: pathlib.Path) -> None:
-        cert_path.write_bytes(self.cert_pem)
-        key_path.touch(mode=0o600)
-        key_path.write_bytes(self.key_pem)
+        _files.write_private_file(cert_path, self.cert_pem)
+        _files.write_private_file(key_path, self.key_pem)
 
 
 class Authority:
-    """A self-signed CA that issues server and client certificates."""
+    """A self-signed CA that issues server and client certificates; its key is not exposed, only used."""
 
     def __init__(self, common_name: str = 'kopf-controlplane-ca') -> None:
         self._key = ec.generate_private_key(ec.SECP256R1())
@@ -61,29 +69,31 @@ class Authority:
     def cert_pem(self) -> bytes:
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
-    @property
-    def key_pem(self) -> bytes:
-        return _private_pem(self._key)
+    def issue_server(self, common_name: str, *, hosts: Sequence[str], client: bool = False) -> CertifiedKey:
+        """
+        A serving certificate for the given DNS names and IP addresses (as SANs).
 
-    def issue_server(self, common_name: str, *, hosts: Sequence[str]) -> CertifiedKey:
-        """A serving certificate for the given DNS names and IP addresses (as SANs)."""
+        With ``client=True``, it is a client certificate too: etcd connects to
+        its own client port with it (its gRPC gateway), and to its peers.
+        """
         sans: list[x509.GeneralName] = []
         for host in hosts:
             try:
                 sans.append(x509.IPAddress(ipaddress.ip_address(host)))
             except ValueError:
                 sans.append(x509.DNSName(host))
-        return self._issue(common_name, (), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH, *([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])]
+        return self._issue(common_name, (), usages, sans)
 
     def issue_client(self, user: str, *, groups: Sequence[str] = ()) -> CertifiedKey:
         """A client certificate: Kubernetes reads the user from CN and the groups from O."""
-        return self._issue(user, groups, ExtendedKeyUsageOID.CLIENT_AUTH, [])
+        return self._issue(user, groups, [ExtendedKeyUsageOID.CLIENT_AUTH], [])
 
     def _issue(
             self,
             common_name: str,
             organizations: Sequence[str],
-            usage: x509.ObjectIdentifier,
+            usages: Sequence[x509.ObjectIdentifier],
             sans: list[x509.GeneralName],
     ) -> CertifiedKey:
         key = ec.generate_private_key(ec.SECP256R1())
@@ -99,7 +109,7 @@ class Authority:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
         )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)

@@ -17,7 +17,10 @@ Example::
 Everything lives under one root directory: the PKI, etcd's data, kubeconfigs,
 ``state.json`` (for ``ControlPlane.load`` from another process), and the
 servers' logs in ``logs/`` which are kept after ``stop()`` for post-mortems
-unless the root directory was a temporary one made here.
+unless the root directory was a temporary one made here. All of it is for the
+owner's eyes only: directories 0700, files 0600. etcd speaks TLS only and to the
+API server only (see ``_credentials``): other local users reach nothing but the
+API server, which authenticates and authorizes them.
 """
 import atexit
 import contextlib
@@ -32,11 +35,8 @@ import time
 from types import TracebackType
 from typing import Any
 
-from . import _certificates, _commands, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
-
-ADMIN_USER = 'admin'
-NON_ADMIN_USER = 'user'
-ADMIN_GROUPS = ('system:masters',)
+from . import _commands, _credentials, _files, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
+from ._credentials import ADMIN_USER, NON_ADMIN_USER
 
 ETCD = 'etcd'
 APISERVER = 'kube-apiserver'
@@ -162,7 +162,7 @@ class ControlPlane:
         atexit.register(self._stop_at_exit)
         try:
             self.bin_dir  # noqa: B018  # build before anything starts: it takes long and may fail
-            self._write_credentials()
+            _credentials.write_credentials(self._layout, admin_token=self.admin_token, user_token=self.user_token)
             for attempt in range(1, self._start_attempts + 1):
                 self._ports = _choose_ports()
                 try:
@@ -273,10 +273,15 @@ class ControlPlane:
 
     def _prepare_root(self) -> None:
         # Leftovers of a previous cluster (e.g. killed without stopping) would confuse etcd and the logs' readers.
-        self._remove_files()
-        shutil.rmtree(self._layout.logs, ignore_errors=True)
-        for path in (self._layout.pki, self._layout.etcd_data, self._layout.logs):
-            path.mkdir(parents=True, mode=0o700)
+        # But first, the root must be ours: nothing is removed from, or written to, another user's directory.
+        try:
+            _files.make_private_dir(self._layout.root)
+            self._remove_files()
+            shutil.rmtree(self._layout.logs, ignore_errors=True)
+            for path in (self._layout.root, self._layout.pki, self._layout.etcd_data, self._layout.logs):
+                _files.make_private_dir(path)
+        except PermissionError as e:
+            raise ControlPlaneError(str(e)) from e
 
     def _remove_files(self) -> None:
         if self._own_root:
@@ -287,22 +292,6 @@ class ControlPlane:
         for path in (self._layout.state, self._layout.admin_kubeconfig,
                      self._layout.token_kubeconfig, self._layout.user_kubeconfig):
             path.unlink(missing_ok=True)
-
-    def _write_credentials(self) -> None:
-        layout = self._layout
-        authority = _certificates.Authority()
-        _certificates.CertifiedKey(authority.cert_pem, authority.key_pem).write(layout.pem('ca'), layout.pem('ca-key'))
-        authority.issue_server('localhost', hosts=['localhost', _ports.HOST]).write(
-            layout.pem('apiserver'), layout.pem('apiserver-key'))
-        authority.issue_client(ADMIN_USER, groups=ADMIN_GROUPS).write(layout.pem('admin'), layout.pem('admin-key'))
-        _certificates.generate_signing_key().write(layout.pem('sa'), layout.pem('sa-key'))
-        # The CSV format of --token-auth-file: token,user,uid[,"group1,group2"].
-        tokens = layout.tokens
-        tokens.touch(mode=0o600)
-        tokens.write_text(
-            f'{self.admin_token},{ADMIN_USER},{ADMIN_USER},"{",".join(ADMIN_GROUPS)}"\n'
-            f'{self.user_token},{NON_ADMIN_USER},{NON_ADMIN_USER}\n'
-        )
 
     def _write_kubeconfigs(self) -> None:
         layout = self._layout
@@ -351,10 +340,7 @@ class ControlPlane:
             'admin_token': self.admin_token,
             'user_token': self.user_token,
         }
-        tmp_path = self._layout.state.with_suffix('.tmp')
-        tmp_path.touch(mode=0o600)
-        tmp_path.write_text(json.dumps(state, indent=2))
-        tmp_path.replace(self._layout.state)
+        _files.write_private_file(self._layout.state, json.dumps(state, indent=2))
 
     def _wait_until(self, name: str, is_ready: Any) -> None:
         """Poll the readiness check while watching that the process does not die meanwhile."""
@@ -372,8 +358,12 @@ class ControlPlane:
             time.sleep(_POLL_INTERVAL)
 
     def _is_etcd_healthy(self) -> bool:
+        # etcd lets in only the holders of its CA's client certificates: we borrow the API server's.
+        context = _https.make_ssl_context(
+            ca_path=self._layout.pem('etcd-ca'), cert_path=self._layout.pem('apiserver-etcd-client'),
+            key_path=self._layout.pem('apiserver-etcd-client-key'))
         try:
-            status, body = _https.get(f'http://{_ports.HOST}:{self.ports.etcd_client}/health', timeout=1.0)
+            status, body = _https.get(f'{_commands.etcd_client_url(self.ports)}/health', context=context, timeout=1.0)
         except OSError:
             return False
         return status == 200 and b'"health":"true"' in body

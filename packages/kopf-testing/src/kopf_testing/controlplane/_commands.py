@@ -13,6 +13,8 @@ from . import _ports
 # Garbage collection (owned children go with their owners), namespace finalization
 # (deleted namespaces disappear), and the aggregated ClusterRoles (admin, edit, view)
 # which RBAC tests may bind to. Nothing else: with no nodes, the rest would idle.
+# Nor the CSR signer (csrsigning-controller): it alone would need the CA's private key
+# (--cluster-signing-cert-file/--cluster-signing-key-file), which is why that key is never written.
 _CONTROLLERS = ('garbage-collector-controller', 'namespace-controller', 'clusterrole-aggregation-controller')
 
 
@@ -46,26 +48,45 @@ class Layout:
 
 
 def make_etcd_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
-    client_url = f'http://{_ports.HOST}:{ports.etcd_client}'
-    peer_url = f'http://{_ports.HOST}:{ports.etcd_peer}'
+    # Both ports speak TLS and demand a client certificate of etcd's own CA, which signs only
+    # etcd's and the API server's certificates: 127.0.0.1 is open to every local user, and plain
+    # etcd would give any of them all the cluster's data (Secrets included), bypassing RBAC.
+    client_url = etcd_client_url(ports)
+    peer_url = f'https://{_ports.HOST}:{ports.etcd_peer}'
     return [
         str(bin_dir / 'etcd'),
         '--name=default',
         f'--data-dir={layout.etcd_data}',
         f'--listen-client-urls={client_url}',
         f'--advertise-client-urls={client_url}',
+        f'--cert-file={layout.pem("etcd")}',
+        f'--key-file={layout.pem("etcd-key")}',
+        f'--trusted-ca-file={layout.pem("etcd-ca")}',
+        '--client-cert-auth=true',
+        # One member has no peers, but the peer port is open all the same: the same lock on it.
         f'--listen-peer-urls={peer_url}',
         f'--initial-advertise-peer-urls={peer_url}',
         f'--initial-cluster=default={peer_url}',
+        f'--peer-cert-file={layout.pem("etcd")}',
+        f'--peer-key-file={layout.pem("etcd-key")}',
+        f'--peer-trusted-ca-file={layout.pem("etcd-ca")}',
+        '--peer-client-cert-auth=true',
         '--unsafe-no-fsync=true',  # the data is thrown away anyway; fsyncs would dominate the latency
         '--log-level=warn',
     ]
 
 
+def etcd_client_url(ports: Ports) -> str:
+    return f'https://{_ports.HOST}:{ports.etcd_client}'
+
+
 def make_apiserver_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
     return [
         str(bin_dir / 'kube-apiserver'),
-        f'--etcd-servers=http://{_ports.HOST}:{ports.etcd_client}',
+        f'--etcd-servers={etcd_client_url(ports)}',
+        f'--etcd-cafile={layout.pem("etcd-ca")}',
+        f'--etcd-certfile={layout.pem("apiserver-etcd-client")}',
+        f'--etcd-keyfile={layout.pem("apiserver-etcd-client-key")}',
         f'--bind-address={_ports.HOST}',
         f'--advertise-address={_ports.HOST}',
         f'--secure-port={ports.apiserver}',

@@ -12,6 +12,8 @@ import json
 import pathlib
 from typing import Any
 
+from . import _files
+
 CLUSTER_NAME = 'kopf-controlplane'
 
 
@@ -42,8 +44,7 @@ def write_kubeconfig(
         'current-context': context_name,
         'preferences': {},
     }
-    path.touch(mode=0o600)  # it holds credentials
-    path.write_text(json.dumps(config, indent=2) + '\n')
+    _files.write_private_file(path, json.dumps(config, indent=2) + '\n')  # it holds credentials
 
 
 def _b64(data: bytes) -> str:

@@ -10,6 +10,8 @@ A process is either spawned here (and reaped via its ``Popen``) or adopted by
 its PID from a state file written by another Python process; then it is not our
 child, so its exit is seen by polling. Output goes to a log file, not to pipes:
 nobody reads the pipes of a background server, and a full pipe would block it.
+The logs are readable by their owner only (0600, even if they existed before), and
+so is whatever the servers write themselves: they run with the umask 077.
 """
 import os
 import pathlib
@@ -17,6 +19,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+
+from . import _files
 
 _POLL_INTERVAL = 0.05
 
@@ -49,13 +53,14 @@ class Process:
             log_path: pathlib.Path,
             env: Mapping[str, str] | None = None,
     ) -> 'Process':
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, 'ab') as log:
+        _files.make_private_dir(log_path.parent)
+        with open(_files.open_private_log(log_path), 'ab') as log:
             log.write(f'\n$ {" ".join(argv)}\n'.encode())
             log.flush()
             popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=dict(env) if env is not None else None, start_new_session=True,
+                umask=_files.PROCESS_UMASK,
             )
         return cls(name, popen.pid, log_path, popen)
 

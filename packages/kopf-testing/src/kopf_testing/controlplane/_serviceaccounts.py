@@ -12,6 +12,8 @@ import pathlib
 import subprocess
 from typing import Optional, Protocol
 
+from . import _files
+
 
 class _Kubectl(Protocol):
     kubeconfig: pathlib.Path
@@ -33,6 +35,5 @@ def write_service_account_kubeconfig(cluster: _Kubectl, namespace: str, name: st
     context['name'] = config['current-context'] = f'{user}@{context["context"]["cluster"]}'
     context['context'].update(user=user, namespace=namespace)
     path = path or cluster.kubeconfig.parent / f'serviceaccount-{namespace}-{name}.kubeconfig'
-    path.touch(mode=0o600)  # it holds a token
-    path.write_text(json.dumps(config, indent=2) + '\n')
+    _files.write_private_file(path, json.dumps(config, indent=2) + '\n')  # it holds a token
     return path

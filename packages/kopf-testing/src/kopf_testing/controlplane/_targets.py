@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 
-from . import _cluster, _lookup, _metrics, _serviceaccounts
+from . import _cluster, _files, _lookup, _metrics, _serviceaccounts
 
 KINDS = ('local', 'existing', 'k3d')
 
@@ -107,9 +107,9 @@ def use_existing_cluster(kubeconfigs: str, work_dir: pathlib.Path, *, kind: str 
     result = subprocess.run(argv, env={**os.environ, 'KUBECONFIG': kubeconfigs}, capture_output=True, text=True)
     if result.returncode != 0:
         raise ClusterUnavailable(f'Cannot read the kubeconfig {kubeconfigs!r}:\n{result.stderr}')
+    _files.make_private_dir(work_dir)
     kubeconfig = work_dir / 'kubeconfig'
-    kubeconfig.touch(mode=0o600)
-    kubeconfig.write_text(result.stdout)
+    _files.write_private_file(kubeconfig, result.stdout)
     cluster = Cluster(kind, kubeconfig, '', kubectl_path)
     cluster.server = cluster.kubectl('config', 'view', '-o', 'jsonpath={.clusters[0].cluster.server}').stdout
     return cluster
@@ -126,9 +126,10 @@ def run_k3d_cluster(work_dir: pathlib.Path) -> Iterator[Cluster]:
     subprocess.run([k3d, 'cluster', 'create', name, '--wait',
                     '--kubeconfig-update-default=false', '--kubeconfig-switch-context=false'], check=True)
     try:
-        kubeconfig = work_dir / 'k3d.kubeconfig'
-        kubeconfig.write_text(subprocess.run([k3d, 'kubeconfig', 'get', name], check=True,
-                                             capture_output=True, text=True).stdout)
+        _files.make_private_dir(work_dir)
+        kubeconfig = work_dir / 'k3d.kubeconfig'  # the cluster's admin credentials: 0600, like ours
+        _files.write_private_file(kubeconfig, subprocess.run([k3d, 'kubeconfig', 'get', name], check=True,
+                                                             capture_output=True, text=True).stdout)
         yield use_existing_cluster(str(kubeconfig), work_dir, kind='k3d')
     finally:
         subprocess.run([k3d, 'cluster', 'delete', name], check=False)
