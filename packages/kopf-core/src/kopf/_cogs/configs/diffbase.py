@@ -16,15 +16,21 @@ own annotations. Its absence means that the object was never handled: a creation
 The storages' ``ignored_fields`` (as in Kopf 1.45) exclude more fields from the
 essence, e.g. those that other controllers change: changes of only those fields
 are not changes for the handlers (and the stored essence lacks them).
+
+Big objects do not fit their essence into the annotations (256 KiB in all) or
+into the object (etcd's 1.5 MiB): their diff-base is stored packed, or not at
+all if even that does not fit; see :mod:`packing`. Every object that fits gets
+Kopf's format, byte for byte.
 """
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 from collections.abc import Mapping, MutableMapping
-from typing import Any, Collection, Iterable, List, Optional
+from typing import Any, Collection, Dict, Iterable, List, Optional
 
-from kopf._cogs.configs import conventions
+from kopf._cogs.configs import conventions, packing
 from kopf._cogs.structs import bodies, dicts, patches
 
 _KOPF_DOMAIN = 'kopf.zalando.org'
@@ -99,7 +105,12 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
 
 
 class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBaseStorage):
-    """The diff-base in an annotation: compact JSON plus a newline."""
+    """
+    The diff-base in an annotation: compact JSON plus a newline.
+
+    If it does not fit the annotations (or the object), it is stored packed under
+    the key with the ``-packed`` suffix instead (and the plain one is removed).
+    """
 
     def __init__(
             self,
@@ -112,38 +123,57 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         super().__init__(prefix=prefix, v1=v1, ignored_fields=ignored_fields)
         self.key = key
 
+    @property
+    def packed_key(self) -> str:
+        return f'{self.key}{packing.PACKED_SUFFIX}'
+
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         essence = dicts.copy_tree(essence)
         self.drop_ignored(essence)
         annotations = (essence.get('metadata') or {}).get('annotations')
         if isinstance(annotations, MutableMapping):
             # The marked keys of ReplicaSets, too: the body is not known here, so all forms go.
-            own_keys = set(self.make_keys(self.key)) | set(self.make_keys(f'{self.key}-ofDRS'))
+            own_keys = {full_key for key in [self.key, self.packed_key] for marked in [key, f'{key}-ofDRS']
+                        for full_key in self.make_keys(marked)}
             for name in own_keys & set(annotations):
                 del annotations[name]
         self.remove_empty_stanzas(essence)
         return essence
 
     def fetch(self, *, body: bodies.Body) -> Optional[bodies.BodyEssence]:
+        # Kopf's form first: if both are there, Kopf has written it after us (we remove the other one).
         annotations = conventions.get_annotations(body)
         for full_key in self.make_keys(self.key, body=body):
             essence = _decode_essence(annotations.get(full_key))
             if essence is not None:
                 return self.clear(essence=essence)
+        for full_key in self.make_keys(self.packed_key, body=body):
+            essence = _decode_essence(packing.unpack(annotations.get(full_key)))
+            if essence is not None:
+                return self.clear(essence=essence)
         return None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        encoded = json.dumps(essence, separators=(',', ':')) + '\n'
         annotations = conventions.get_annotations(body)
-        for full_key in self.make_keys(self.key, body=body):
-            if annotations.get(full_key) == encoded:
-                patch.meta.annotations.pop(full_key, None)
-            else:
-                patch.meta.annotations[full_key] = encoded
+
+        def place(key: str) -> _Place:
+            keys = self.make_keys(key, body=body)
+            return _Place(paths=[('metadata', 'annotations', full_key) for full_key in keys],
+                          current=[annotations.get(full_key) for full_key in keys],
+                          where=f"the annotation {keys[0]}")
+
+        value = json.dumps(essence, separators=(',', ':')) + '\n'
+        _store_fitting(body=body, patch=patch, value=value, plain=place(self.key), packed=place(self.packed_key),
+                       nowhere="the annotations", annotations=True)
 
 
 class StatusDiffBaseStorage(DiffBaseStorage):
-    """The diff-base in a status field: compact JSON as a string (no trailing newline)."""
+    """
+    The diff-base in a status field: compact JSON as a string (no trailing newline).
+
+    If it does not fit the object, it is stored packed in the sibling field with
+    the ``-packed`` suffix instead (and the plain one is removed).
+    """
 
     def __init__(
             self,
@@ -160,25 +190,35 @@ class StatusDiffBaseStorage(DiffBaseStorage):
     def field(self) -> dicts.FieldPath:
         return self._field
 
+    @property
+    def packed_field(self) -> dicts.FieldPath:
+        return (*self._field[:-1], f'{self._field[-1]}{packing.PACKED_SUFFIX}')
+
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         essence = dicts.copy_tree(essence)
         self.drop_ignored(essence)
         dicts.remove(essence, self._field, prune=True)
+        dicts.remove(essence, self.packed_field, prune=True)
         self.remove_empty_stanzas(essence)
         return essence
 
     def fetch(self, *, body: bodies.Body) -> Optional[bodies.BodyEssence]:
-        value = dicts.resolve(body, self._field, None, assume_empty=True, ignore_wrong=True)
-        essence = _decode_essence(value)
+        essence = _decode_essence(self._resolve(body, self._field))
+        if essence is None:
+            essence = _decode_essence(packing.unpack(self._resolve(body, self.packed_field)))
         return self.clear(essence=essence) if essence is not None else None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        encoded = json.dumps(essence, separators=(',', ':'))
-        current = dicts.resolve(body, self._field, None, assume_empty=True, ignore_wrong=True)
-        if current == encoded:
-            dicts.remove(patch, self._field, prune=True)
-        else:
-            dicts.ensure(patch, self._field, encoded)
+        def place(field: dicts.FieldPath) -> _Place:
+            return _Place(paths=[field], current=[self._resolve(body, field)], where=f"the field {'.'.join(field)}")
+
+        value = json.dumps(essence, separators=(',', ':'))
+        _store_fitting(body=body, patch=patch, value=value, plain=place(self._field), packed=place(self.packed_field),
+                       nowhere="the status", annotations=False)
+
+    @staticmethod
+    def _resolve(body: Mapping[str, Any], field: dicts.FieldPath) -> Any:
+        return dicts.resolve(body, field, None, assume_empty=True, ignore_wrong=True)
 
 
 class MultiDiffBaseStorage(DiffBaseStorage):
@@ -245,3 +285,72 @@ def _decode_essence(value: Any) -> Optional[bodies.BodyEssence]:
     if not isinstance(value, Mapping):
         return None
     return dict(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Place:
+    """Where one form of the diff-base goes (several keys: v2 and v1), and what the object has there."""
+    paths: List[dicts.FieldPath]
+    current: List[Any]
+    where: str
+
+    def entries(self, value: str) -> Dict[str, str]:
+        return {path[-1]: value for path in self.paths}
+
+    def write(self, patch: patches.Patch, value: Optional[str]) -> None:
+        """Put the value into the patch, unless the object has it already (``None`` removes it)."""
+        for path, current in zip(self.paths, self.current, strict=True):
+            if current == value:
+                dicts.remove(patch, path, prune=True)
+            else:
+                dicts.ensure(patch, path, value)
+
+
+def _store_fitting(
+        *,
+        body: bodies.Body,
+        patch: patches.Patch,
+        value: str,
+        plain: _Place,
+        packed: _Place,
+        nowhere: str,
+        annotations: bool,
+) -> None:
+    """
+    Store the diff-base in Kopf's form if it fits, packed if only that fits, or not at all.
+
+    Either form replaces the other one. If neither fits, whatever the object has
+    (if anything) is left as it is: it is the last state that could be stored.
+    """
+    previous = _form_of(plain.current, packed.current)
+    emptied = packing.overlay(patch, dict.fromkeys(plain.paths + packed.paths))
+    room = packing.Room.measure(bodies.as_raw(body), emptied, annotations=annotations)
+    limit = room.excess(plain.entries(value))
+    if limit is None:
+        plain.write(patch, value)
+        packed.write(patch, None)
+        _report(packing.Form.PLAIN, plain.where, '', value, '', previous)
+        return
+    packed_value = packing.pack(value)
+    packed_limit = room.excess(packed.entries(packed_value))
+    if packed_limit is None:
+        packed.write(patch, packed_value)
+        plain.write(patch, None)
+        _report(packing.Form.PACKED, packed.where, limit, value, packed_value, previous)
+    else:
+        _report(packing.Form.UNSTORED, nowhere, packed_limit, value, packed_value, previous)
+
+
+def _form_of(plain_values: List[Any], packed_values: List[Any]) -> Optional[packing.Form]:
+    """The form of the diff-base on the object, as it is read (Kopf's first); ``None`` if none."""
+    if any(_decode_essence(value) is not None for value in plain_values):
+        return packing.Form.PLAIN
+    if any(value is not None for value in packed_values):
+        return packing.Form.PACKED
+    return None
+
+
+def _report(form: packing.Form, where: str, limit: str, plain: str, packed: str,
+            previous: Optional[packing.Form]) -> None:
+    packing.report(packing.Placement(form=form, where=where, limit=limit, size=packing.text_size(plain),
+                                     packed_size=packing.text_size(packed), previous=previous))

@@ -17,14 +17,20 @@ survive a restart — nothing can, with such a storage — but it keeps one oper
 process correct until the CRD is fixed. Whatever the storage does keep always
 has precedence over the memory. The pruning itself is reported (once) where the
 patch is applied.
+
+The same goes for a diff-base that is too big to be stored even packed (see
+``configs.packing``), or whose patch is refused: the object keeps an older one
+(or none), which is then known to be stale and is read from memory instead,
+until a newer one is stored. Where the storages have put a big diff-base is
+logged here, once the patch is applied (the storages have no logger).
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, List, Optional
 
-from kopf._cogs.configs import diffbase, progress
+from kopf._cogs.configs import diffbase, packing, progress
+from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, dicts, patches
 
 
@@ -33,6 +39,7 @@ class LostState:
     """What the storages have failed to keep on one object: kept in its memory instead."""
     progress: Dict[str, progress.ProgressRecord] = dataclasses.field(default_factory=dict)
     essence: Optional[bodies.BodyEssence] = None
+    stale: Optional[bodies.BodyEssence] = None  # what the storage had kept instead of the essence
 
 
 class RememberingProgressStorage(progress.ProgressStorage):
@@ -94,11 +101,20 @@ class RememberingProgressStorage(progress.ProgressStorage):
 class RememberingDiffBaseStorage(diffbase.DiffBaseStorage):
     """The configured diff-base storage, plus the essence that it has failed to keep."""
 
-    def __init__(self, storage: diffbase.DiffBaseStorage, lost: LostState) -> None:
+    def __init__(
+            self,
+            storage: diffbase.DiffBaseStorage,
+            lost: LostState,
+            *,
+            logger: Optional[typedefs.Logger] = None,
+    ) -> None:
         super().__init__()
         self.storage = storage
         self.lost = lost
+        self.logger = logger
         self._written: Optional[bodies.BodyEssence] = None
+        self._written_to: Optional[bodies.Body] = None
+        self._placements: List[packing.Placement] = []
 
     def build(
             self,
@@ -112,27 +128,45 @@ class RememberingDiffBaseStorage(diffbase.DiffBaseStorage):
         return self.storage.clear(essence=essence)
 
     def fetch(self, *, body: bodies.Body) -> Optional[bodies.BodyEssence]:
+        # The storage still has what it had when it failed to keep ours: ours is newer.
         essence = self.storage.fetch(body=body)
-        if essence is None and self.lost.essence is not None:
-            essence = copy.deepcopy(self.lost.essence)
+        if self.lost.essence is not None and essence == self.lost.stale:
+            essence = dicts.copy_tree(self.lost.essence)
         return essence
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        self.storage.store(body=body, patch=patch, essence=essence)
-        self._written = copy.deepcopy(essence)
+        with packing.collecting() as placements:
+            self.storage.store(body=body, patch=patch, essence=essence)
+        self._placements = placements
+        self._written = dicts.copy_tree(essence)
+        self._written_to = body
 
     def verify(self, body: Optional[bodies.Body]) -> bool:
-        """Remember the essence written in this cycle if the patched object does not have it."""
+        """
+        Remember the essence written in this cycle if the patched object does not have it.
+
+        ``body`` is the object as the API has returned it after the patch, or ``None``
+        if nothing was patched (nothing to patch, or the patch was refused, or the object
+        is gone): then, the object is as it was when the essence was written.
+        Returns whether the essence is newly found to be lost.
+        """
         written, self._written = self._written, None
+        placements, self._placements = self._placements, []
         if written is None:
             return False
-        if body is None:
-            if self.lost.essence is not None:
-                self.lost.essence = written
+        kept = self.storage.fetch(body=body if body is not None else self._written_to or bodies.Body({}))
+        self._written_to = None
+        self._log(placements, kept=kept == written)
+        if kept == written:
+            self.lost.essence = self.lost.stale = None
             return False
-        if self.storage.fetch(body=body) is None:
-            newly_lost = self.lost.essence is None
-            self.lost.essence = written
-            return newly_lost
-        self.lost.essence = None
-        return False
+        newly_lost = self.lost.essence is None
+        self.lost.essence, self.lost.stale = written, kept
+        return newly_lost
+
+    def _log(self, placements: List[packing.Placement], *, kept: bool) -> None:
+        """Say where a big diff-base has gone: only if it is there (or it is nowhere, as planned)."""
+        for placement in placements:
+            level = placement.level
+            if self.logger is not None and level is not None and (kept or placement.form == packing.Form.UNSTORED):
+                self.logger.log(level, placement.message)

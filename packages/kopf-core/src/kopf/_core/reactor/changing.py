@@ -149,7 +149,8 @@ class ChangeCycle:
         # What the storages fail to keep (e.g. in a pruned status) is remembered instead: otherwise,
         # every cycle would start from scratch and re-run the finished handlers endlessly.
         lost = self.memory.lost if self.memory is not None else remembering.LostState()
-        diffbase_storage = remembering.RememberingDiffBaseStorage(persistence.diffbase_storage, lost)
+        diffbase_storage = remembering.RememberingDiffBaseStorage(persistence.diffbase_storage, lost,
+                                                                  logger=self.logger)
         progress_storage = remembering.RememberingProgressStorage(persistence.progress_storage, lost)
         extra_fields = self.context.registry.get_extra_fields(resource=self.resource)
         old = diffbase_storage.fetch(body=self.body)
