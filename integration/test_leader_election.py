@@ -15,6 +15,7 @@ import pathlib
 import re
 import signal
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from aiohttp import web
 from integration import kubeobjects
 from integration.chaos import _proxy, _schedule
 from integration.controlplane import Cluster
-from integration.operating import REPO_ROOT, OperatorProcess
+from integration.operating import EXAMPLES, REPO_ROOT, OperatorProcess, kopf_executable
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'leader_election.py')
 GROUP, PLURAL, KIND = 'leader.kopf.dev', 'leaderthings', 'LeaderThing'
@@ -61,12 +62,12 @@ class Replicas:
         self.started: list[OperatorProcess] = []
 
     def start(self, name: str, *extra: str, kubeconfig: Optional[pathlib.Path] = None,
-              lease: str = LEASE) -> OperatorProcess:
+              lease: str = LEASE, standalone: bool = True) -> OperatorProcess:
         env = dict(TIMINGS, CALLS_FILE=str(self.calls_file))
         if kubeconfig is not None:
             env['KUBECONFIG'] = str(kubeconfig)
-        process = OperatorProcess([OPERATOR, '-n', self.namespace, '--standalone', '--verbose',
-                                   f'--leader-election={lease}', *extra],
+        process = OperatorProcess([OPERATOR, '-n', self.namespace, '--verbose', f'--leader-election={lease}',
+                                   *(['--standalone'] if standalone else []), *extra],
                                   log_path=self.tmp_path / f'{name}.log', env=env)
         process.start()
         self.started.append(process)
@@ -292,6 +293,32 @@ def test_a_leader_cut_off_stops_handling_before_its_lease_expires(
     assert_daemons_never_overlap(calls_file, 'obj')
     print(f"Cut off at 0s; the old leader's last heartbeat at {last_beat - cut_at:.2f}s; "
           f"the new leader's first at {taken_over['time'] - cut_at:.2f}s")
+
+
+def test_a_freeze_pauses_the_leader_and_its_daemons_while_it_keeps_the_lease(
+        cluster: Cluster, namespace: str, replicas: Replicas, calls_file: pathlib.Path) -> None:
+    kubeobjects.apply_peering_crds(cluster, EXAMPLES)
+    kubeobjects.create_peering(cluster, namespace, 'default')
+    leader = replicas.start('a', standalone=False)
+    became_leader(leader)
+    create(cluster, namespace, 'obj')
+    wait_for_call(calls_file, obj='obj', handler='heartbeat', pid=pid_of(leader))
+
+    peering = ['-n', namespace, '--peering', 'default', '--id', 'freezer']
+    subprocess.run([kopf_executable(), 'freeze', *peering, '--lifetime', '60'], check=True, timeout=60)
+    leader.wait_for(r"Pausing operations in favour of \[<Peer freezer", timeout=30)
+    stopped = wait_for_call(calls_file, obj='obj', handler='daemon-exit', pid=pid_of(leader))
+    renewed = lease_spec(cluster, namespace)['renewTime']
+    time.sleep(3)
+    assert not [call for call in read_calls(calls_file) if call['time'] > stopped['time']]  # paused: no beats
+    spec = lease_spec(cluster, namespace)
+    assert spec['renewTime'] > renewed and spec['leaseTransitions'] == 0  # still the leader, renewing
+
+    subprocess.run([kopf_executable(), 'resume', *peering], check=True, timeout=60)
+    leader.wait_for(r"Resuming operations after the pause\.", timeout=30)
+    kubeobjects.poll(lambda: [call for call in read_calls(calls_file)
+                              if call['time'] > stopped['time'] and call['handler'] == 'heartbeat'], timeout=30)
+    assert_each_handler_ran_once(calls_file, ['obj'])
 
 
 def test_a_lease_name_that_kubernetes_refuses_is_one_message_at_start(
