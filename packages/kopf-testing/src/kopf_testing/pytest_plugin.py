@@ -13,6 +13,12 @@ It only adds fixtures and one option; tests that do not use them are not affecte
   (:mod:`kopf_testing.memory`): ``namespace``, ``crd``, ``kube`` and ``operator``
   work the same on it, so the same tests run in milliseconds; ``cluster`` and
   ``operator_process`` (which need a real API server) fail with a clear message.
+  ``--kopf-feature-gates=ShardedListAndWatch=true,...`` sets the local
+  cluster's feature gates (``kopf_feature_gates``); other kinds refuse it.
+- ``kopf_gated_cluster``: ``kopf_gated_cluster({'ShardedListAndWatch': True})``
+  is a local cluster with these gates changed, for the tests that need them so
+  while the others keep the default ``cluster``: started on first use, shared
+  by the session, stopped at its end.
 - ``namespace``: a fresh namespace per test, deleted afterwards.
 - ``crd``: ``crd('crd.yaml')`` applies CRDs (files or bodies) and waits until
   they are ``Established``. CRDs are cluster-wide, so they stay for the session.
@@ -55,7 +61,10 @@ from kopf_testing._runner import KopfRunner
 from kopf_testing.controlplane import (
     KINDS,
     Cluster,
+    FeatureGates,
+    FeatureGatesError,
     choose_kind,
+    parse_feature_gates,
     run_k3d_cluster,
     run_local_cluster,
     use_existing_cluster,
@@ -74,6 +83,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              'existing ($KUBECONFIG), k3d (created and deleted here), or memory (an in-memory API per test); '
              'default: existing if $KUBECONFIG is set, else local',
     )
+    parser.addoption(
+        '--kopf-feature-gates', default='', metavar='NAME=true|false,...',
+        help='feature gates of the local cluster (--kopf-cluster=local), e.g. ShardedListAndWatch=true; '
+             "the others keep the pinned release's defaults",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse bad feature gates, or gates for a cluster that is not started here, before any test runs."""
+    text = config.getoption('--kopf-feature-gates', default='')
+    if not text:
+        return
+    try:
+        parse_feature_gates(text)
+    except FeatureGatesError as e:
+        raise pytest.UsageError(f'--kopf-feature-gates: {e}') from None
+    kind = choose_kind(config.getoption('--kopf-cluster', default=None))
+    if kind != 'local':
+        raise pytest.UsageError(f'--kopf-feature-gates sets the gates of the local control plane, but the cluster '
+                                f'is {kind}: add --kopf-cluster=local, or set the gates where that cluster is made.')
+
+
+@pytest.fixture(scope='session')
+def kopf_feature_gates(request: pytest.FixtureRequest) -> dict[str, bool]:
+    """The local cluster's gates from ``--kopf-feature-gates`` (empty: the release's defaults)."""
+    return parse_feature_gates(request.config.getoption('--kopf-feature-gates'))
 
 
 @pytest.fixture(scope='session')
@@ -91,14 +126,17 @@ def kopf_memory_api(kopf_cluster_kind: str) -> MemoryApi:
 
 
 @pytest.fixture(scope='session')
-def cluster(kopf_cluster_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+        kopf_cluster_kind: str, kopf_feature_gates: dict[str, bool], tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Cluster]:
     kind = kopf_cluster_kind
     if kind == MEMORY:
         pytest.fail('This test needs a real cluster (the cluster fixture, directly or via operator_process); '
                     'run it with --kopf-cluster=local, existing or k3d, not memory.', pytrace=False)
     with contextlib.ExitStack() as stack:
         if kind == 'local':
-            handle = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane')))
+            handle = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane'),
+                                                           feature_gates=kopf_feature_gates))
         elif kind == 'k3d':
             handle = stack.enter_context(run_k3d_cluster(tmp_path_factory.mktemp('k3d')))
         else:
@@ -107,6 +145,38 @@ def cluster(kopf_cluster_kind: str, tmp_path_factory: pytest.TempPathFactory) ->
         monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
         monkeypatch.setenv('KUBECONFIG', str(handle.kubeconfig))
         yield handle
+
+
+@pytest.fixture(scope='session')
+def kopf_gated_cluster(
+        request: pytest.FixtureRequest, kopf_cluster_kind: str, kopf_feature_gates: dict[str, bool],
+        tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[FeatureGates], Cluster]]:
+    """
+    ``kopf_gated_cluster({'ShardedListAndWatch': True})``: a local cluster with these gates (over the session's).
+
+    One per distinct set of gates, started when first asked for and stopped at
+    the session's end; the session's own ``cluster`` if the gates are its own.
+    ``$KUBECONFIG`` stays the session cluster's: use the returned cluster
+    explicitly (``Kube(gated, namespace)``, ``gated.kubectl(...)``,
+    ``gated.kubeconfig``). Tests that ask for it are skipped on other kinds of
+    clusters, whose gates are set where those clusters are made.
+    """
+    started: dict[frozenset[tuple[str, bool]], Cluster] = {}
+    with contextlib.ExitStack() as stack:
+        def get(feature_gates: FeatureGates) -> Cluster:
+            if kopf_cluster_kind != 'local':
+                pytest.skip(f'This test sets feature gates, which needs the local control plane '
+                            f'(--kopf-cluster=local), not {kopf_cluster_kind}.')
+            gates = {**kopf_feature_gates, **feature_gates}
+            if gates == kopf_feature_gates:
+                return request.getfixturevalue('cluster')  # type: ignore[no-any-return]
+            key = frozenset(gates.items())
+            if key not in started:
+                root_dir = tmp_path_factory.mktemp('controlplane-gated')
+                started[key] = stack.enter_context(run_local_cluster(root_dir, feature_gates=gates))
+            return started[key]
+        yield get
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from ._builder import (
 from ._cluster import ControlPlane, ControlPlaneError
 from ._commands import Ports
 from ._credentials import ADMIN_USER, NON_ADMIN_USER
+from ._gates import FeatureGates, FeatureGatesError, format_feature_gates, parse_feature_gates
 from ._lookup import locate_binaries
 from ._metrics import RequestCounts, RequestKey, parse_request_counts, subtract_counts, sum_counts
 from ._targets import (
@@ -52,6 +53,8 @@ __all__ = [
     'ClusterUnavailable',
     'ControlPlane',
     'ControlPlaneError',
+    'FeatureGates',
+    'FeatureGatesError',
     'KubectlError',
     'Ports',
     'RequestCounts',
@@ -59,8 +62,10 @@ __all__ = [
     'choose_kind',
     'ensure_binaries',
     'find_binaries',
+    'format_feature_gates',
     'get_cache_dir',
     'locate_binaries',
+    'parse_feature_gates',
     'parse_request_counts',
     'read_kubernetes_version',
     'run_k3d_cluster',

@@ -5,6 +5,7 @@ Run with the package installed::
 
     python -m kopf_testing.controlplane build
     eval "$(python -m kopf_testing.controlplane start --state-dir /tmp/cp)"
+    eval "$(python -m kopf_testing.controlplane start --feature-gates ShardedListAndWatch=true --state-dir /tmp/cp)"
     python -m kopf_testing.controlplane status --state-dir /tmp/cp
     python -m kopf_testing.controlplane env --state-dir /tmp/cp
     python -m kopf_testing.controlplane kubeconfig --service-account default/operator --state-dir /tmp/cp
@@ -28,6 +29,7 @@ from types import FrameType
 
 from ._builder import BuildError
 from ._cluster import ControlPlane, ControlPlaneError
+from ._gates import FeatureGatesError, format_feature_gates, parse_feature_gates
 from ._lookup import locate_binaries
 from ._targets import Cluster, KubectlError
 
@@ -38,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
         code: int = args.command(args)
-    except (BuildError, ControlPlaneError, KubectlError) as e:
+    except (BuildError, ControlPlaneError, FeatureGatesError, KubectlError) as e:
         print(f'Error: {e}', file=sys.stderr)
         return 1
     return code
@@ -56,7 +58,8 @@ def _start(args: argparse.Namespace) -> int:
     # A termination or hang-up during the start must clean up like Ctrl-C does: via an exception.
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGHUP, _exit_on_signal)
-    control_plane = ControlPlane(args.state_dir, start_timeout=args.timeout)
+    control_plane = ControlPlane(args.state_dir, start_timeout=args.timeout,
+                                 feature_gates=parse_feature_gates(args.feature_gates))
     print(f'Building (if needed) and starting the control plane in {args.state_dir} ...', file=sys.stderr)
     started = time.monotonic()
     control_plane.start()
@@ -82,6 +85,8 @@ def _status(args: argparse.Namespace) -> int:
     print(f'kubeconfig: {control_plane.kubeconfig}')
     print(f'restricted: {control_plane.user_kubeconfig} (a user without permissions, for RBAC tests)')
     print(f'kubectl:    {control_plane.kubectl_path}')
+    gates = format_feature_gates(control_plane.feature_gates) or 'the release defaults'
+    print(f'gates:      {gates}')
     print(f'logs:       {control_plane.logs_dir}')
     for name, pid in control_plane.pids.items():
         print(f'{name + ":":25}pid {pid}')
@@ -136,6 +141,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     commands.choices['kubeconfig'].add_argument('--duration', default='1h', help="the token's lifetime (e.g. 1h)")
     commands.choices['start'].add_argument('--timeout', type=float, default=60.0,
                                            help='seconds to wait for each server to become ready')
+    commands.choices['start'].add_argument('--feature-gates', default='', metavar='NAME=true|false,...',
+                                           help='feature gates of the API server and the controller manager '
+                                                '(e.g. ShardedListAndWatch=true); the rest keep their defaults')
     return parser.parse_args(argv)
 
 

@@ -35,7 +35,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from . import _commands, _credentials, _files, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
+from . import _commands, _credentials, _files, _gates, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
 from ._credentials import ADMIN_USER, NON_ADMIN_USER
 
 ETCD = 'etcd'
@@ -61,7 +61,9 @@ class ControlPlane:
 
     If ``root_dir`` is not given, a temporary directory is used and removed on
     stop. The binaries come from ``bin_dir``, or from the build cache (built on
-    first use, which takes minutes).
+    first use, which takes minutes). ``feature_gates`` (e.g.
+    ``{'ShardedListAndWatch': True}``) go to the API server and the controller
+    manager; the others keep the release's defaults.
     """
 
     def __init__(
@@ -72,7 +74,9 @@ class ControlPlane:
             start_timeout: float = 60.0,
             stop_timeout: float = 10.0,
             start_attempts: int = 3,
+            feature_gates: _gates.FeatureGates | None = None,
     ) -> None:
+        self._feature_gates = _gates.check_feature_gates(feature_gates or {})
         self._own_root = root_dir is None
         root = pathlib.Path(tempfile.mkdtemp(prefix='kopf-controlplane-')) if root_dir is None else root_dir
         self._layout = _commands.Layout(pathlib.Path(root).absolute())
@@ -147,6 +151,11 @@ class ControlPlane:
         return self._layout.logs
 
     @property
+    def feature_gates(self) -> dict[str, bool]:
+        """The feature gates set on the servers' command lines (not the release's defaults)."""
+        return dict(self._feature_gates)
+
+    @property
     def pids(self) -> dict[str, int]:
         """The PIDs (also the process group ids) of the running servers, by name."""
         return {name: process.pid for name, process in self._processes.items()}
@@ -196,6 +205,7 @@ class ControlPlane:
             state = json.loads(layout.state.read_text())
         except FileNotFoundError:
             raise ControlPlaneError(f'No control plane state in {layout.root}.') from None
+        kwargs.setdefault('feature_gates', state.get('feature_gates'))
         control_plane = cls(layout.root, bin_dir=state['bin_dir'], **kwargs)
         control_plane._ports = _commands.Ports(**state['ports'])
         control_plane.admin_token = state['admin_token']
@@ -311,14 +321,15 @@ class ControlPlane:
         self._spawn_apiserver()
         self._wait_for_apiserver()
         self._spawn(CONTROLLER_MANAGER, _commands.make_controller_manager_argv(
-            self.bin_dir, self._layout, self.ports))
+            self.bin_dir, self._layout, self.ports, feature_gates=self._feature_gates))
         self._wait_until(CONTROLLER_MANAGER, self._is_controller_manager_healthy)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         self._processes[name] = _processes.Process.spawn(name, argv, log_path=self._layout.log(name))
 
     def _spawn_apiserver(self) -> None:
-        self._spawn(APISERVER, _commands.make_apiserver_argv(self.bin_dir, self._layout, self.ports))
+        self._spawn(APISERVER, _commands.make_apiserver_argv(
+            self.bin_dir, self._layout, self.ports, feature_gates=self._feature_gates))
 
     def _wait_for_apiserver(self) -> None:
         # /readyz includes etcd and the post-start hooks (RBAC bootstrap roles, etc.);
@@ -339,6 +350,7 @@ class ControlPlane:
             'pids': self.pids,
             'admin_token': self.admin_token,
             'user_token': self.user_token,
+            'feature_gates': self._feature_gates,
         }
         _files.write_private_file(self._layout.state, json.dumps(state, indent=2))
 

@@ -8,7 +8,7 @@ releases: check them again when the pin moves).
 import dataclasses
 import pathlib
 
-from . import _ports
+from . import _gates, _ports
 
 # Garbage collection (owned children go with their owners), namespace finalization
 # (deleted namespaces disappear), and the aggregated ClusterRoles (admin, edit, view)
@@ -80,7 +80,9 @@ def etcd_client_url(ports: Ports) -> str:
     return f'https://{_ports.HOST}:{ports.etcd_client}'
 
 
-def make_apiserver_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
+def make_apiserver_argv(
+        bin_dir: pathlib.Path, layout: Layout, ports: Ports, *, feature_gates: _gates.FeatureGates | None = None,
+) -> list[str]:
     return [
         str(bin_dir / 'kube-apiserver'),
         f'--etcd-servers={etcd_client_url(ports)}',
@@ -107,10 +109,13 @@ def make_apiserver_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> 
         '--shutdown-watch-termination-grace-period=1s',
         # Nothing creates service-account tokens here, so pods would be rejected for lack of them.
         '--disable-admission-plugins=ServiceAccount',
+        *_feature_gates_flag(feature_gates),
     ]
 
 
-def make_controller_manager_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
+def make_controller_manager_argv(
+        bin_dir: pathlib.Path, layout: Layout, ports: Ports, *, feature_gates: _gates.FeatureGates | None = None,
+) -> list[str]:
     return [
         str(bin_dir / 'kube-controller-manager'),
         f'--kubeconfig={layout.admin_kubeconfig}',
@@ -121,4 +126,11 @@ def make_controller_manager_argv(bin_dir: pathlib.Path, layout: Layout, ports: P
         f'--root-ca-file={layout.pem("ca")}',
         f'--controllers={",".join(_CONTROLLERS)}',
         '--leader-elect=false',
+        *_feature_gates_flag(feature_gates),
     ]
+
+
+def _feature_gates_flag(feature_gates: _gates.FeatureGates | None) -> list[str]:
+    # Both servers get the same gates, as in a real cluster: the controller manager lists and watches
+    # through the same API machinery (e.g. WatchList), and a gate unknown to either fails its start.
+    return [f'--feature-gates={_gates.format_feature_gates(feature_gates)}'] if feature_gates else []

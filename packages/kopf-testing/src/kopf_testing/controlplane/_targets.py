@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 
-from . import _cluster, _files, _lookup, _metrics, _serviceaccounts
+from . import _cluster, _files, _gates, _lookup, _metrics, _serviceaccounts
 
 KINDS = ('local', 'existing', 'k3d')
 
@@ -87,9 +87,11 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def run_local_cluster(root_dir: pathlib.Path | None = None) -> Iterator[Cluster]:
+def run_local_cluster(
+        root_dir: pathlib.Path | None = None, *, feature_gates: _gates.FeatureGates | None = None,
+) -> Iterator[Cluster]:
     """Start the local control plane (building it first if needed) and stop it afterwards."""
-    with _cluster.ControlPlane(root_dir) as control_plane:
+    with _cluster.ControlPlane(root_dir, feature_gates=feature_gates) as control_plane:
         yield Cluster('local', control_plane.kubeconfig, control_plane.server, control_plane.kubectl_path,
                       control_plane)
 
