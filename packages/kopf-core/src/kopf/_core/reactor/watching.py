@@ -80,13 +80,13 @@ async def continuous_watch(
                     broken.over()
                     yield event
                 verb = 'watch'
-            async for event in _watch_as_events(client=client, settings=settings, resource=resource,
-                                                namespace=namespace, stream=stream):
+            async for watched in _watch_as_events(client=client, settings=settings, resource=resource,
+                                                  namespace=namespace, stream=stream):
                 forbidden.succeeded(verb)  # a bookmark (None here) proves the stream works too
                 broken.over()
                 absences = 0
-                if event is not None:
-                    yield event
+                if watched is not None:
+                    yield watched
             forbidden.succeeded(verb)
             broken.over()
         except apierrors.APIForbiddenError as e:
