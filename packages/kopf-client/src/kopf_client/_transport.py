@@ -198,8 +198,8 @@ class Transport:
                     raise
                 # A login handler's own session, closed by its owner: as useless as a rejected token.
                 logger.error(f"The session of the credentials is closed; they are invalidated: {what}")
-                await self._sessions.retire(key, info)  # before waiting for the re-login in the vault
                 await self._vault.invalidate(key, info, exc=exc)
+                await self._sessions.retire(key, info)
                 continue
             except BaseException:
                 await self._finish(response, lease)
@@ -217,8 +217,8 @@ class Transport:
                                           headers=response.headers)
             if isinstance(error, clients.APIUnauthorizedError):
                 logger.debug(f"Request {method} {path} is unauthorized; invalidating the credentials: {error}")
-                await self._sessions.retire(key, info)  # before waiting for the re-login in the vault
                 await self._vault.invalidate(key, info, exc=error)
+                await self._sessions.retire(key, info)
                 continue
             if isinstance(error, clients.APITooManyRequestsError):
                 if await self._should_retry(budget, what, error, delay=error.retry_after):
