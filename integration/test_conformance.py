@@ -445,8 +445,8 @@ async def test_a_streaming_list_sends_the_objects_then_the_end_bookmark_then_the
     assert rv(events[2]['object']) >= max(rv(events[0]['object']), rv(events[1]['object']))
 
 
-async def test_shard_selectors_are_ignored_before_kubernetes_1_36(env: ApiEnv) -> None:
-    """Sharded lists and watches need 1.36+ with ShardedListAndWatch; the pinned version ignores the selector."""
+async def test_shard_selectors_are_ignored_without_the_sharded_list_and_watch_gate(env: ApiEnv) -> None:
+    """Sharded lists and watches need Kubernetes 1.36+ with the ShardedListAndWatch gate (alpha, off by default)."""
     await labelled(env)
     selector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
     page = await env.client.list_objects(env.widgets, namespace=env.namespace, shard_selector=selector)

@@ -7,14 +7,17 @@ before it starts (and some after). Outputs: the operator's log (which objects it
 handled, and which it never heard of at all), and the API server's own request
 counters (``apiserver_request_total``: how many LISTs the initial listing took).
 
-The pinned Kubernetes (``kopf_testing/controlplane/gomod/go.mod``, 1.35) streams
-lists (WatchList is on by default since 1.34) but has no sharded lists and watches
-(1.36+, with the ShardedListAndWatch feature gate): it ignores shard selectors,
-so the shards are split by the operator's own filtering, by the same hash.
+The session's API server streams lists (WatchList is on by default since 1.34)
+but does not shard them (the ShardedListAndWatch gate is alpha and off by default
+since 1.36; 1.35 has none): it ignores shard selectors, so the shards are split by
+the operator's own filtering, by the same hash. Local control planes with other
+gates show the rest: the API server's own split, and the fallback from streaming
+lists to listing where WatchList is off.
 """
 import json
 import pathlib
 import re
+import secrets
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -22,6 +25,7 @@ import pytest
 
 from integration import kubeobjects
 from integration.controlplane import Cluster
+from integration.operating import EXAMPLES
 from kopf._cogs.structs import shards
 from kopf_testing import OperatorProcess, poll
 from kopf_testing.controlplane import subtract_counts, sum_counts
@@ -205,8 +209,75 @@ def test_two_operators_with_complementary_shards_handle_each_object_exactly_once
     by_lower, by_upper = handled(lower_log), handled(upper_log)
     assert sorted(by_lower + by_upper) == sorted([*names, 'late'])  # each exactly once
     assert sorted(name for name in by_lower if name != 'late') == expected_lower  # the API server's split
-    # The pinned Kubernetes (1.35) ignores shard selectors: the operators filter by the same hash.
-    assert 'filtering by' in lower_log and 'on the operator\'s side' in upper_log
+    # Without the ShardedListAndWatch gate, the API server ignores shard selectors: the operators filter.
+    assert "on the operator's side" in lower_log and "on the operator's side" in upper_log
+
+
+# --- Other feature gates: the API server's own shards, no streaming lists ---
+
+def gated(kopf_gated_cluster: Callable[[dict[str, bool]], Cluster], **gates: bool) -> tuple[Cluster, str]:
+    """A local control plane with these gates, the examples' CRD, and a fresh namespace in it."""
+    cluster = kopf_gated_cluster(gates)
+    kubeobjects.apply_crds(cluster, EXAMPLES / 'crd.yaml')
+    namespace = f'test-watching-{secrets.token_hex(4)}'
+    cluster.kubectl('create', 'namespace', namespace)
+    return cluster, namespace
+
+
+def start_on(cluster: Cluster, namespace: str, tmp_path: pathlib.Path, name: str, **env: str) -> OperatorProcess:
+    operator = OperatorProcess([OPERATOR, '-n', namespace, '--standalone', '--verbose'],
+                               log_path=tmp_path / f'{name}.log', env={'KUBECONFIG': str(cluster.kubeconfig), **env})
+    operator.start()
+    operator.wait_for(r"Starting the watch-stream for kopfexamples", timeout=60)
+    return operator
+
+
+def test_with_sharded_list_and_watch_the_api_server_splits_the_objects_the_same_way(
+        cluster: Cluster, kopf_gated_cluster: Callable[[dict[str, bool]], Cluster], tmp_path: pathlib.Path) -> None:
+    version = json.loads(cluster.kubectl('get', '--raw', '/version').stdout)['gitVersion']
+    if tuple(int(part) for part in re.findall(r'\d+', version)[:2]) < (1, 36):
+        pytest.skip(f"Sharded lists and watches need Kubernetes 1.36+ (ShardedListAndWatch); this is {version}.")
+    cluster, namespace = gated(kopf_gated_cluster, ShardedListAndWatch=True)
+    names = [f'obj-{index}' for index in range(10)]
+    for name in names:
+        create(cluster, namespace, name)
+    lower_selector = shards.parse(LOWER)
+    expected_lower = sorted(name for name, uid in uids(cluster, namespace).items()
+                            if lower_selector.matches({'metadata': {'uid': uid}}))
+    lower = start_on(cluster, namespace, tmp_path, 'lower', PARITY_SHARD_SELECTOR=LOWER)
+    upper = start_on(cluster, namespace, tmp_path, 'upper', PARITY_SHARD_SELECTOR=UPPER)
+    try:
+        if expected_lower:
+            lower.wait_for(r"Handled obj-\d\.", count=len(expected_lower), timeout=60)
+        if len(expected_lower) < len(names):
+            upper.wait_for(r"Handled obj-\d\.", count=len(names) - len(expected_lower), timeout=60)
+        lower_log, upper_log = lower.log, upper.log
+    finally:
+        lower.stop()
+        upper.stop()
+    assert sorted(handled(lower_log)) == expected_lower
+    assert sorted(handled(lower_log) + handled(upper_log)) == names
+    # The API server has filtered (its shardInfo confirmed it): the operators never heard of the others.
+    assert "on the operator's side" not in lower_log + upper_log
+    assert not any(mentioned(lower_log, name) for name in names if name not in expected_lower)
+
+
+def test_streaming_lists_refused_by_the_api_server_fall_back_to_listing(
+        kopf_gated_cluster: Callable[[dict[str, bool]], Cluster], tmp_path: pathlib.Path) -> None:
+    cluster, namespace = gated(kopf_gated_cluster, WatchList=False)
+    names = [f'obj-{index}' for index in range(7)]
+    for name in names:
+        create(cluster, namespace, name)
+    operator = start_on(cluster, namespace, tmp_path, 'operator', PARITY_INITIAL_STREAMING='true')
+    try:
+        operator.wait_for(r"Handled obj-\d\.", count=7, timeout=60)
+        log = operator.log
+    finally:
+        operator.stop()
+    assert sorted(handled(log)) == names
+    assert sorted(re.findall(r"Event None for (\S+)\.", log)) == names  # still the initial listing
+    assert re.search(r"The API server refuses streaming lists of kopfexamples\.v1\.kopf\.dev \(.*WatchList.*\): "
+                     r"listing them instead\.", log), log
 
 
 # --- Inactivity ---
