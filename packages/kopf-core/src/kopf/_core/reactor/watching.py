@@ -71,7 +71,7 @@ async def continuous_watch(
                                meanwhile="reconnecting from the last known version")
     absences = 0  # how many times in a row the resource was not found
     while True:
-        verb = 'list' if stream.resource_version is None else 'watch'
+        verb = 'list' if stream.resource_version is None and not stream.streaming else 'watch'  # RBAC's verbs
         try:
             if stream.resource_version is None and not stream.streaming:
                 async for event in _list_as_events(client=client, settings=settings, resource=resource,
