@@ -119,8 +119,8 @@ async def operator(opts: options.OperatorOptions) -> None:
 @options.taking_async(options.OperatorOptions)
 async def spawn_tasks(opts: options.OperatorOptions) -> Collection[asyncio.Task[None]]:
     """Prepare the operator and spawn its root tasks (the embedding API)."""
-    lifecycle = _Lifecycle(opts)
-    tasks = [asyncio.create_task(lifecycle.run(), name='kopf operator')]
+    operator_run = _OperatorRun(opts)
+    tasks = [asyncio.create_task(operator_run.run(), name='kopf operator')]
     if opts._command is not None:
         tasks.append(asyncio.create_task(opts._command, name='the command'))
     return tasks
@@ -172,7 +172,7 @@ def _apply_peering_options(
     peering_settings.clusterwide = clusterwide
 
 
-class _Lifecycle:
+class _OperatorRun:
     """The operator's life from the start to the exit: one instance per operator."""
 
     def __init__(self, opts: options.OperatorOptions) -> None:
