@@ -23,6 +23,7 @@ from typing import Any, Callable, Collection, Iterator, Optional
 import click
 
 import kopf
+import kopf.metrics
 from kopf_cli import _loading, _options, _peering
 from kopf_cli._controls import CLIControls
 
@@ -85,6 +86,9 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
               help=f"The priority of the operator in peering (0 by default, {_DEV_PRIORITY} with --dev).")
 @click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None, metavar='URL',
               help="The endpoint for the liveness probes, e.g. http://0.0.0.0:8080/healthz.")
+@click.option('--metrics', 'metrics_endpoint', type=str, default=None, metavar='URL',
+              help="The endpoint for Prometheus to scrape, e.g. http://0.0.0.0:9090/metrics "
+                   "(needs kopf-client[metrics]).")
 @click.option('--leader-election', 'leader_election', is_flag=False, flag_value='', default=None,
               metavar='[=LEASE-NAME]',
               help="Handle the objects only while holding this Lease (kopf-leader-<peering name> if no name).")
@@ -105,6 +109,7 @@ def run(
         peering_name: Optional[str],
         priority: Optional[int],
         liveness_endpoint: Optional[str],
+        metrics_endpoint: Optional[str],
         leader_election: Optional[str],
         leader_election_namespace: Optional[str],
 ) -> None:
@@ -132,6 +137,7 @@ def run(
             priority=_DEV_PRIORITY if dev else priority,  # --dev wins, as in Kopf
             peering_name=peering_name,
             liveness_endpoint=liveness_endpoint,
+            metrics_endpoint=metrics_endpoint,
             leader_election=None if leader_election is None else leader_election or True,
             leader_election_namespace=leader_election_namespace,
             clusterwide=clusterwide,
@@ -144,7 +150,7 @@ def _start_up_errors_as_messages() -> Iterator[None]:
     """The operator's configuration problems, not bugs: one clear line each instead of a traceback."""
     try:
         yield
-    except kopf.LivenessEndpointError as e:  # a malformed URL, or a port that is in use
+    except (kopf.LivenessEndpointError, kopf.metrics.MetricsEndpointError) as e:  # a bad URL, a port in use
         raise click.ClickException(str(e)) from e
     except kopf.LoginError as e:
         raise click.ClickException(f"Cannot log in to the cluster: {e}") from e

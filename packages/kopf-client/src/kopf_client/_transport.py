@@ -27,11 +27,13 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from typing import Any, AsyncIterator, Dict, Iterable, Mapping, Optional
 
 import aiohttp
 
 import kopf
+import kopf.metrics
 from kopf import clients
 from kopf_client import _jsons, _responses, _retrying, _sessions, _slots
 
@@ -182,12 +184,14 @@ class Transport:
                 continue
 
             response: Optional[aiohttp.ClientResponse] = None
+            started = time.monotonic()
             try:
                 response = await lease.session.request(
                     method, url, params=params, data=data, headers=headers, timeout=timeout, proxy=lease.proxy)
                 payload, text = (None, '') if stream and response.status < 400 else (
                     await _responses.read_body(response))
             except _retrying.NETWORK_ERRORS as exc:
+                kopf.metrics.record_api_request('WATCH' if stream else method, 'error', time.monotonic() - started)
                 await self._finish(response, lease)
                 if await self._should_retry(budget, what, exc):
                     continue
@@ -204,6 +208,8 @@ class Transport:
             except BaseException:
                 await self._finish(response, lease)
                 raise
+            kopf.metrics.record_api_request('WATCH' if stream else method, str(response.status),
+                                            time.monotonic() - started)
 
             if response.status < 400:
                 if budget.attempt > 1:  # after a failure warned about: it is over now

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence
+import time
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kopf._cogs.configs import configuration
-from kopf._cogs.helpers import typedefs
+from kopf._cogs.helpers import instruments, typedefs
 from kopf._core.actions import errors, invocation, lifecycles, progression
 from kopf._core.intents import handlers
 
@@ -73,15 +74,43 @@ async def execute_handler_once(
         default_errors: handlers.ErrorsMode = handlers.ErrorsMode.TEMPORARY,
 ) -> progression.HandlerOutcome:
     """Invoke one handler once and classify its exception (if any) into an outcome."""
+    exceeded = _check_limits(handler, state, context.logger)
+    if exceeded is not None:
+        return exceeded
+    kwargs = context.build_kwargs(handler, state)
+    started = time.monotonic()
+    outcome, raised = await _invoke_once(handler=handler, state=state, context=context, kwargs=kwargs,
+                                         default_errors=default_errors)
+    resource = kwargs.get('resource')  # none for the activities
+    instruments.record_handler_run(str(handler.id), resource.name if resource is not None else '',
+                                   _classify(outcome, raised=raised), time.monotonic() - started)
+    return outcome
+
+
+def _classify(outcome: progression.HandlerOutcome, *, raised: bool) -> str:
+    """The outcome's name in the metrics."""
+    if not raised:
+        return instruments.SUCCESS
+    if isinstance(outcome.exception, errors.HandlerChildrenRetry):
+        return instruments.RETRY
+    if outcome.exception is None:
+        return instruments.IGNORED_ERROR
+    return instruments.PERMANENT_ERROR if outcome.final else instruments.TEMPORARY_ERROR
+
+
+async def _invoke_once(
+        *,
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+        context: ExecutionContext,
+        kwargs: Dict[str, Any],
+        default_errors: handlers.ErrorsMode,
+) -> Tuple[progression.HandlerOutcome, bool]:
+    """The invocation and its outcome; and whether the handler has raised an exception."""
     logger = context.logger
     errors_mode = handler.errors if handler.errors is not None else default_errors
     backoff = handler.backoff if handler.backoff is not None else _default_backoff(context.settings)
     title = handler.title
-    exceeded = _check_limits(handler, state, logger)
-    if exceeded is not None:
-        return exceeded
-
-    kwargs = context.build_kwargs(handler, state)
     scope = context.subscope(handler, state, kwargs) if context.subscope is not None else None
     token = subexecution_var.set(scope) if scope is not None else None
     try:
@@ -92,22 +121,22 @@ async def execute_handler_once(
     except errors.HandlerChildrenRetry as e:
         logger.debug(f"{title} has unfinished sub-handlers. Will retry soon.")
         return progression.HandlerOutcome(final=False, exception=e, delay=e.delay,
-                                          subrefs=tuple(scope.subrefs) if scope is not None else ())
+                                          subrefs=tuple(scope.subrefs) if scope is not None else ()), True
     except errors.PermanentError as e:
         logger.error(f"{title} failed permanently: {_text(e)}")
-        return progression.HandlerOutcome(final=True, exception=e)
+        return progression.HandlerOutcome(final=True, exception=e), True
     except errors.TemporaryError as e:
-        return _temporary_outcome(handler=handler, state=state, logger=logger, exc=e, delay=e.delay)
+        return _temporary_outcome(handler=handler, state=state, logger=logger, exc=e, delay=e.delay), True
     except asyncio.CancelledError:
         logger.warning(f"{title} is cancelled. Will escalate.")
         raise
     except Exception as e:
         return _arbitrary_outcome(handler=handler, state=state, logger=logger, exc=e,
-                                  errors_mode=errors_mode, backoff=backoff)
+                                  errors_mode=errors_mode, backoff=backoff), True
     else:
         logger.info(f"{title} succeeded.")
         return progression.HandlerOutcome(final=True, result=result,
-                                          subrefs=tuple(scope.subrefs) if scope is not None else ())
+                                          subrefs=tuple(scope.subrefs) if scope is not None else ()), False
     finally:
         if token is not None:
             subexecution_var.reset(token)

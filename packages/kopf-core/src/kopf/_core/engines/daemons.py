@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Collection, Dict, List, Mapping, Op
 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
-from kopf._cogs.helpers import typedefs
+from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import bodies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers, progression, results
 from kopf._core.actions import kwargs as kwargs_
@@ -80,6 +80,7 @@ class DaemonContext:
     build_kwargs: KwargsBuilder
     apply_patch: PatchApplier
     pending_fns: List[Any]  # the object's patch.fns rejected by a conflict, carried to the next run
+    resource: str = ''  # plural.group: for the metrics of the daemons running
 
 
 def object_context(
@@ -106,7 +107,7 @@ def object_context(
         await application.apply_patch(client=client, resource=resource, body=live_body, patch=patch, logger=logger)
 
     return DaemonContext(settings=settings, logger=logger, memo=memo, build_kwargs=build_kwargs,
-                         apply_patch=apply_patch, pending_fns=pending_fns)
+                         apply_patch=apply_patch, pending_fns=pending_fns, resource=resource.name)
 
 
 def spawn_daemons(
@@ -131,6 +132,16 @@ def spawn_daemons(
         task = asyncio.create_task(runner(handler=handler, stopper=stopper, memory=memory, context=context),
                                    name=f'{handler.title} of {memory.body.metadata.name}')
         memory.running[handler.id] = Daemon(handler=handler, stopper=stopper, task=task)
+        _count_running(task, handler, context)
+
+
+def _count_running(task: asyncio.Task[None], handler: handlers.SpawningHandler, context: DaemonContext) -> None:
+    """The daemons and timers running, for the metrics: one more until the task is done."""
+    timer = isinstance(handler, handlers.TimerHandler)
+    gauge = instruments.TIMERS_RUNNING if timer else instruments.DAEMONS_RUNNING
+    labels = (str(handler.id), context.resource)
+    gauge.inc(labels)
+    task.add_done_callback(lambda _: gauge.dec(labels))
 
 
 def stop_daemons(

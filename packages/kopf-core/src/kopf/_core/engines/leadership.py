@@ -30,6 +30,7 @@ from typing import Any, Collection, Mapping, Optional, Set, Tuple
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import instruments
 from kopf._cogs.structs import references
 from kopf._core.engines import leases
 
@@ -181,6 +182,7 @@ class Elector:
     async def run(self) -> None:
         """Campaign and lead until cancelled; then release the Lease if held (a graceful exit)."""
         watcher = asyncio.create_task(self._watch(), name=f'watcher of the Lease {self.ref}') if self.watch else None
+        unsource = instruments.LEADER.add_source((str(self.ref),), lambda: float(self.leading.is_set()))
         try:
             while True:
                 await self._campaign()
@@ -190,6 +192,7 @@ class Elector:
                 self.leading.clear()
                 logger.info(f"Lost the leadership of the Lease {self.ref} ({reason}); stopped handling.")
         finally:
+            unsource()
             if watcher is not None:
                 watcher.cancel()
                 await asyncio.wait([watcher])

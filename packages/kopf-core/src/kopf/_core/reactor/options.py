@@ -75,6 +75,9 @@ class OperatorOptions:
     liveness_endpoint: Optional[str] = None
     """The URL of the health server, e.g. ``http://0.0.0.0:8080/healthz``; none if ``None``."""
 
+    metrics_endpoint: Optional[str] = None
+    """The URL of the Prometheus metrics, e.g. ``http://0.0.0.0:9090/metrics``; none if ``None``."""
+
     clusterwide: bool = False
     """Whether to serve the whole cluster via the cluster-wide endpoints."""
 

@@ -117,7 +117,7 @@ async def _serve(
     try:
         with watching.announced(resource, namespace):
             await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter,
-                                   preprocessor=index if indexed else None)
+                                   preprocessor=index if indexed else None, resource=resource.name)
     finally:
         marker.cancel()
 

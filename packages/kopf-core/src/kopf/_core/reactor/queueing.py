@@ -25,7 +25,7 @@ from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Optional
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import scheduling
 from kopf._cogs.configs import configuration
-from kopf._cogs.helpers import typedefs
+from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import bodies
 from kopf._core.reactor import processing, throttling
 
@@ -45,10 +45,13 @@ class _Stream:
     began: float  # the loop time when the object's current activity began (the first event of the stream)
     latest: Optional[typedefs.RawEvent] = None  # not yet taken by the worker
     arrived: float = 0.0  # the loop time when the latest event arrived
+    since: float = 0.0  # the loop time when the oldest event not yet taken arrived (for the metrics)
     waiter: Optional[asyncio.Future[None]] = None  # set while the worker waits for an event
     task: Optional[asyncio.Task[None]] = None
 
     def put(self, event: typedefs.RawEvent, *, now: float) -> None:
+        if self.latest is None:
+            self.since = now
         self.latest, self.arrived = event, now
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
@@ -83,15 +86,18 @@ async def watcher(
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore] = None,
         preprocessor: Optional[Callable[[typedefs.RawEvent], Awaitable[None]]] = None,
+        resource: str = '',
 ) -> None:
     """
     Dispatch the events to per-object workers until the stream ends or is cancelled.
 
     The preprocessor (e.g. indexing) runs for every event in the stream's order,
-    before the workers see it, and never waits for the workers.
+    before the workers see it, and never waits for the workers. The resource
+    (``plural.group``) labels the metrics of the objects waiting and their waiting times.
     """
     streams: Dict[str, _Stream] = {}
     loop = asyncio.get_running_loop()
+    unsource = instruments.OBJECTS_WAITING.add_source((resource,), lambda: _count_waiting(streams))
     try:
         async for raw_event in events:
             if preprocessor is not None:
@@ -103,10 +109,17 @@ async def watcher(
             stream.put(raw_event, now=loop.time())
             if stream.task is None or stream.task.done():
                 stream.task = asyncio.create_task(
-                    _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
+                    _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter,
+                            resource=resource),
                     name=f'worker for {key}')
     finally:
+        unsource()
         await _stop_workers(streams.values(), timeout=settings.queueing.exit_timeout)
+
+
+def _count_waiting(streams: Dict[str, _Stream]) -> float:
+    """The objects with an event not yet taken by their worker (read at the metrics' snapshots only)."""
+    return sum(1 for stream in streams.copy().values() if stream.latest is not None)
 
 
 async def _stop_workers(streams: Iterable[_Stream], *, timeout: Optional[float]) -> None:
@@ -166,6 +179,7 @@ class _WorkerState:
     latest: Optional[typedefs.RawEvent] = None  # the latest known state, processed again after a delay
     own_patch: _OwnPatch = dataclasses.field(default_factory=_OwnPatch)  # skip the events older than it
     delay: Optional[float] = None  # when to process the latest state again, if nothing comes earlier
+    changed: Optional[float] = None  # the loop time when the change being taken arrived (for the metrics)
 
 
 async def _worker(
@@ -175,6 +189,7 @@ async def _worker(
         processor: Processor,
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore],
+        resource: str = '',
 ) -> None:
     """Process one object's events, one cycle at a time, until it has nothing to do."""
     stream = streams[key]
@@ -191,7 +206,8 @@ async def _worker(
                 if stream.latest is None:
                     return
                 continue
-            settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter, settings=settings)
+            settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter, settings=settings,
+                                       resource=resource)
             if settled and stream.latest is None:
                 # Nothing to wait for (no own patch to see back, no delayed handlers): free the
                 # memory now instead of lingering, e.g. after the initial listing of many objects.
@@ -236,6 +252,7 @@ async def _next_event(
         await _batch(stream, window=settings.queueing.batch_window)
         event = stream.take()
         if event is not None and not state.own_patch.skips(event, now=loop.time()):
+            state.changed = stream.since
             return event
 
 
@@ -247,11 +264,15 @@ async def _run_cycle(
         processor: Processor,
         limiter: Optional[asyncio.Semaphore],
         settings: configuration.OperatorSettings,
+        resource: str = '',
 ) -> bool:
     """Process one state of the object; return whether it is settled (nothing to wait for)."""
     state.latest = event
     try:
         async with (limiter or contextlib.nullcontext()):
+            if state.changed is not None:  # a change from the stream, not a repeat after a delay
+                instruments.QUEUE_DURATION.observe((resource,), asyncio.get_running_loop().time() - state.changed)
+                state.changed = None
             result = await processor(event)
     except asyncio.CancelledError:
         raise

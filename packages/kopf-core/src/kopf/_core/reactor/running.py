@@ -29,6 +29,7 @@ from kopf._core.engines import (
     indexing,
     leadership,
     leases,
+    metricserving,
     peering,
     posting,
     probing,
@@ -181,6 +182,7 @@ class _OperatorRun:
         self.driver = opts.client if opts.client is not None else drivers.find_driver()  # nothing works without
         self.liveness_endpoint = None if opts.liveness_endpoint is None else probing.parse_endpoint(
             opts.liveness_endpoint)
+        self.metrics = metricserving.prepare(opts.metrics_endpoint, liveness=self.liveness_endpoint)
         self.namespaces = opts.all_namespaces
         self.clusterwide = opts.clusterwide
         if not self.clusterwide and not self.namespaces:
@@ -218,6 +220,8 @@ class _OperatorRun:
                     self.liveness_endpoint, registry=self.registry, settings=self.settings, memo=self.memo,
                     extra_kwargs=self.indexers.as_kwargs, listing=self.listing, stopping=self.stopping)),
                     name='health reporter'))
+            if self.metrics is not None:
+                background.append(asyncio.create_task(self._guard(self.metrics.serve()), name='metrics reporter'))
             authenticated = asyncio.Event()
             background.append(asyncio.create_task(self._guard(activities.authenticator(
                 registry=self.registry, settings=self.settings, vault=self.vault, driver=self.driver,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 from typing import Any, AsyncIterator, Dict, Iterator, Mapping, NamedTuple, Optional, Set
 
@@ -27,7 +28,7 @@ from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
-from kopf._cogs.helpers import typedefs
+from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import references, shards
 from kopf._core.reactor import permissions, selecting
 
@@ -70,7 +71,10 @@ async def continuous_watch(
     broken = aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
                                meanwhile="reconnecting from the last known version")
     absences = 0  # how many times in a row the resource was not found
-    while True:
+    # Counted while the stream lives (the source is dropped with it), read only when the metrics are.
+    instruments.OBJECTS_WATCHED.add_weak_source((resource.name,), stream, lambda owner: len(owner.known))
+    for attempt in itertools.count():  # every attempt but the first is a restart of the stream
+        instruments.WATCH_RESTARTS.inc((resource.name,), 1.0 if attempt else 0.0)
         verb = 'list' if stream.resource_version is None and not stream.streaming else 'watch'  # RBAC's verbs
         try:
             if stream.resource_version is None and not stream.streaming:
