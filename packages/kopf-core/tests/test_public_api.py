@@ -116,16 +116,6 @@ UPSTREAM_LISTING = API_DIR / 'kopf-1.45.2.txt'
 
 # Kopf 1.45.2's items that ours still lacks: the gaps, to close (then remove them from here).
 KNOWN_GAPS = set("""
-kopf.AnnotationsDiffBaseStorage.make_safe_key kopf.AnnotationsDiffBaseStorage.make_suffix
-kopf.AnnotationsDiffBaseStorage.remove_annotations kopf.AnnotationsProgressStorage.make_safe_key
-kopf.AnnotationsProgressStorage.make_suffix kopf.AnnotationsProgressStorage.remove_annotations
-kopf.DiffBaseStorage.remove_annotations kopf.MultiDiffBaseStorage.remove_annotations
-kopf.MultiProgressStorage.remove_annotations kopf.ProgressStorage.remove_annotations
-kopf.SmartProgressStorage.remove_annotations kopf.StatusDiffBaseStorage.remove_annotations
-kopf.StatusProgressStorage.remove_annotations
-kopf.ConnectionInfo.as_aiohttp_basic_auth
-kopf.ConnectionInfo.as_http_headers kopf.ConnectionInfo.as_ssl_context
-kopf.Patch(fns) kopf.Patch.fns
 kopf.WebhookAutoServer(file_check_interval) kopf.WebhookDockerDesktopServer(file_check_interval)
 kopf.WebhookK3dServer(file_check_interval) kopf.WebhookMinikubeServer(file_check_interval)
 kopf.WebhookServer(file_check_interval)

@@ -21,7 +21,6 @@ use still carry the same session) or when the client is closed.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -113,14 +112,8 @@ class HiddenStr(str):
 
 
 def _authorization(info: clients.ConnectionInfo) -> Dict[str, str]:
-    """The ``Authorization`` header of these credentials, if any."""
-    if info.token:
-        return {'Authorization': HiddenStr(f'{info.scheme or "Bearer"} {info.token}')}
-    if info.username is not None:
-        # Encoded here rather than with aiohttp.BasicAuth: it is deprecated in newer aiohttp versions.
-        pair = base64.b64encode(f'{info.username}:{info.password or ""}'.encode()).decode('ascii')
-        return {'Authorization': HiddenStr(f'Basic {pair}')}
-    return {}
+    """The ``Authorization`` header of these credentials, if any, hidden from reprs."""
+    return {name: HiddenStr(value) for name, value in info.as_http_headers().items()}
 
 
 # How long to let the closed TLS connections shut down (aiohttp's own advice for graceful exits).

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import MutableMapping
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple
 
 from kopf._cogs.structs import bodies
 
@@ -85,6 +85,15 @@ class StorageKeyFormingConvention:
             safe_key = safe_key[:_CUT_LENGTH - len(full_prefix)] + make_suffix(safe_key)
         return f'{full_prefix}{safe_key}'
 
+    @staticmethod
+    def make_safe_key(key: str) -> str:
+        """The key with the characters not allowed in annotation names replaced (as in Kopf)."""
+        return make_safe(key)
+
+    def make_suffix(self, key: str) -> str:
+        """The hash suffix of a key cut to the annotation names' length limit (as in Kopf)."""
+        return make_suffix(key)
+
     def _mark_key(self, key: str, *, body: Optional[bodies.Body]) -> str:
         # Only the storages that mix in the marking convention mark their keys.
         if body is not None and isinstance(self, StorageKeyMarkingConvention):
@@ -117,6 +126,16 @@ class StorageStanzaCleaner:
     the object but still costs an API request; in an essence, it would differ
     from the same essence without it and would be seen as a change.
     """
+
+    @staticmethod
+    def remove_annotations(essence: MutableMapping[str, Any], keys_to_remove: Collection[str]) -> None:
+        """Remove these annotations from an essence, in place (e.g. the storages' own ones)."""
+        metadata = essence.get('metadata')
+        if not isinstance(metadata, MutableMapping):
+            return
+        annotations = metadata.get('annotations')
+        if isinstance(annotations, Mapping) and not set(keys_to_remove).isdisjoint(annotations):
+            metadata['annotations'] = {key: value for key, value in annotations.items() if key not in keys_to_remove}
 
     def remove_empty_stanzas(self, d: MutableMapping[str, Any]) -> None:
         metadata = d.get('metadata')

@@ -15,9 +15,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import importlib
 import random
+import ssl
 import urllib.parse
-from typing import AsyncIterator, Dict, Mapping, NewType, Optional, Tuple
+from typing import Any, AsyncIterator, Dict, Mapping, NewType, Optional, Tuple
+
+from kopf._cogs.structs import tlscontexts
 
 VaultKey = NewType('VaultKey', str)
 
@@ -76,6 +80,24 @@ class ConnectionInfo:
             return False
         now = now if now is not None else datetime.datetime.now(datetime.timezone.utc)
         return expiration <= now
+
+    def as_http_headers(self) -> Dict[str, str]:
+        """The ``Authorization`` header of these credentials (none if they have no token or username)."""
+        return tlscontexts.make_authorization(self)
+
+    def as_ssl_context(self) -> ssl.SSLContext:
+        """The TLS context: the trusted CA, the verification (unless insecure), the client certificate."""
+        return tlscontexts.make_ssl_context(self)
+
+    def as_aiohttp_basic_auth(self) -> Optional[Any]:
+        """The username and password as ``aiohttp.BasicAuth`` (for one's own aiohttp sessions), if any."""
+        if self.username is None:
+            return None
+        try:  # imported here: the core itself does not depend on aiohttp
+            aiohttp = importlib.import_module('aiohttp')
+        except ImportError as e:
+            raise ImportError("ConnectionInfo.as_aiohttp_basic_auth() needs aiohttp: pip install aiohttp") from e
+        return aiohttp.BasicAuth(self.username, self.password or '')
 
 
 def _without_password(value: object) -> object:

@@ -105,9 +105,15 @@ class Patch(Dict[str, Any]):
     separately so that the rejected ones can be carried forward).
     """
 
-    def __init__(self, src: Optional[Mapping[str, Any]] = None, /, body: Optional[typedefs.RawBody] = None) -> None:
+    def __init__(
+            self,
+            src: Optional[Mapping[str, Any]] = None,
+            /,
+            body: Optional[typedefs.RawBody] = None,
+            fns: Iterable[PatchFn] = (),
+    ) -> None:
         super().__init__(src or {})
-        self.fns: List[PatchFn] = list(src.fns) if isinstance(src, Patch) else []
+        self._fns: List[PatchFn] = [*(src.fns if isinstance(src, Patch) else []), *fns]
         self._body = body
         self._meta = MetaPatch(self)
         self._spec = PatchSection(self, ('spec',))
@@ -120,9 +126,12 @@ class Patch(Dict[str, Any]):
         return Patch(self, body=self._body)
 
     def __deepcopy__(self, memo: Dict[int, Any]) -> Patch:
-        result = Patch(copy.deepcopy(dict(self), memo), body=self._body)
-        result.fns = list(self.fns)
-        return result
+        return Patch(copy.deepcopy(dict(self), memo), body=self._body, fns=self.fns)
+
+    @property
+    def fns(self) -> List[PatchFn]:
+        """The transformation functions: applied as a JSON-patch each, after the merge-patch."""
+        return self._fns
 
     @property
     def metadata(self) -> MetaPatch:
