@@ -2,7 +2,7 @@
 # Run every test: lint and types, each package's unit tests in its own
 # environment, and the integration tests against a real Kubernetes API server
 # (a local control plane is built and started unless KUBECONFIG points to a cluster),
-# and a smoke run of the benchmarks.
+# the documentation, and a smoke run of the benchmarks.
 # Extra arguments go to the integration tests' pytest (e.g. --kopf-cluster=existing).
 source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
 
@@ -22,6 +22,11 @@ step() {
 step "lint: ruff"           hatch run lint:check-ruff
 step "lint: mypy --strict"  hatch run lint:check-types
 step "lint: import contracts" hatch run lint:check-imports
+# The documentation site, built strictly (a broken link or reference fails), and its
+# executed pages and manifests (the getting-started and testing pages' blocks, the
+# deployment manifests dry-run on the server).
+step "docs: build (strict)"   hatch run docs:check
+step "docs: executed pages and manifests" hatch run integration:test docs/tests
 step "kopf-core unit tests"   hatch run core:test
 step "kopf-client unit tests" hatch run client:test
 step "kopf-cli unit tests"    hatch run cli:test
