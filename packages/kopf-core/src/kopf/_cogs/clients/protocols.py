@@ -41,6 +41,8 @@ INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
 
 
 class ResourceScanner(Protocol):
+    """The discovery of the cluster's resources."""
+
     async def scan_resources(
             self,
             *,
@@ -58,6 +60,8 @@ class ResourceScanner(Protocol):
 
 
 class ObjectReader(Protocol):
+    """Reading objects: one by its name, or lists of them (paginated)."""
+
     async def get_object(
             self,
             resource: references.Resource,
@@ -92,6 +96,8 @@ class ObjectReader(Protocol):
 
 
 class ObjectWatcher(Protocol):
+    """Watching the objects of a resource: the stream of their changes."""
+
     def watch_objects(
             self,
             resource: references.Resource,
@@ -126,6 +132,8 @@ class ObjectWatcher(Protocol):
 
 
 class ObjectWriter(Protocol):
+    """Creating, patching and deleting objects."""
+
     async def create_object(
             self,
             resource: references.Resource,

@@ -26,6 +26,7 @@ from kopf._cogs.structs import dicts
 
 
 class DiffOperation(str, enum.Enum):
+    """The kind of one change in a diff: a field added, changed, or removed."""
     ADD = 'add'
     CHANGE = 'change'
     REMOVE = 'remove'

@@ -50,6 +50,7 @@ class RequestResource(TypedDict):
 
 
 class UserInfo(TypedDict, total=False):
+    """Who makes an admission request (the review's ``userInfo``): the ``userinfo`` kwarg."""
     username: str
     uid: str
     groups: List[str]
@@ -127,6 +128,7 @@ class Response(TypedDict):
 
 
 class WebhookClientConfigService(TypedDict, total=False):
+    """A Service that the API server calls for a webhook (instead of a URL)."""
     namespace: str
     name: str
     path: str

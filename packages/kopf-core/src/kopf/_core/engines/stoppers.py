@@ -93,12 +93,16 @@ class DaemonStopped:
 
 
 class SyncDaemonStopped(DaemonStopped):
+    """The ``stopped`` kwarg of sync daemons (in threads): ``stopped.wait(10)`` blocks the thread."""
+
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Sleep until the timeout or until stopped (whichever is first); true if stopped."""
         return self._stopper.wait_sync(timeout)
 
 
 class AsyncDaemonStopped(DaemonStopped):
+    """The ``stopped`` kwarg of async daemons: ``await stopped.wait(10)`` does not block the loop."""
+
     async def wait(self, timeout: Optional[float] = None) -> bool:
         """Sleep until the timeout or until stopped (whichever is first); true if stopped."""
         return await self._stopper.wait_async(timeout)

@@ -290,5 +290,6 @@ def get_default_registry() -> OperatorRegistry:
 
 
 def set_default_registry(registry: OperatorRegistry) -> None:
+    """Make this registry the one that the decorators use when no ``registry=`` is given."""
     global _default_registry
     _default_registry = registry
