@@ -1,0 +1,103 @@
+"""
+Serving the metrics: the endpoint's URL, finding an exposition, and the answers over real TCP.
+
+Inputs: URLs; a trivial exporter (the real one, prometheus_client's, is kopf-client's and is
+tested there); requests over 127.0.0.1. Outputs: the parsed endpoints, the error messages, the
+HTTP responses. The core's own environment has no exposition installed, which is the case of
+a missing ``kopf-client[metrics]``.
+"""
+import asyncio
+from typing import Tuple
+
+import pytest
+
+from kopf._core.engines import metricserving, probing
+
+
+class Exporter:
+    def __init__(self) -> None:
+        self.installed = 0
+
+    def install(self) -> None:
+        self.installed += 1
+
+    def render(self) -> Tuple[str, bytes]:
+        return 'text/plain; version=0.0.4; charset=utf-8', b'kopf_up 1.0\n'
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('http://0.0.0.0:9090/metrics', probing.Endpoint('0.0.0.0', 9090, '/metrics')),
+    ('http://127.0.0.1:9090', probing.Endpoint('127.0.0.1', 9090, '/metrics')),
+    ('http://[::1]:0/x', probing.Endpoint('::1', 0, '/x')),
+])
+def test_endpoints(url: str, expected: probing.Endpoint) -> None:
+    assert metricserving.parse_endpoint(url) == expected
+
+
+@pytest.mark.parametrize('url, message', [
+    ('https://0.0.0.0:9090/metrics', r"must be an http:// URL"),
+    ('http://0.0.0.0/metrics', r"needs a host and a port to listen on; e\.g\. http://0\.0\.0\.0:9090/metrics\."),
+    ('http://:9090/metrics', r"needs a host and a port"),
+    ('http://0.0.0.0:99999/metrics', r"is not a valid URL"),
+])
+def test_bad_endpoints_are_one_message(url: str, message: str) -> None:
+    with pytest.raises(metricserving.MetricsEndpointError, match=message):
+        metricserving.parse_endpoint(url)
+
+
+def test_the_liveness_port_is_not_shared() -> None:
+    liveness = probing.parse_endpoint('http://0.0.0.0:8080/healthz')
+    with pytest.raises(metricserving.MetricsEndpointError, match=r"are on the same host and port: give them "):
+        metricserving.parse_endpoint('http://0.0.0.0:8080/metrics', liveness=liveness)
+    assert metricserving.parse_endpoint('http://0.0.0.0:8081/metrics', liveness=liveness).port == 8081
+
+
+def test_without_an_exposition_the_endpoint_names_the_extra_to_install() -> None:
+    with pytest.raises(metricserving.MetricsEndpointError,
+                       match=r"none is installed\. Install one: pip install 'kopf-client\[metrics\]'\."):
+        metricserving.prepare('http://127.0.0.1:9090/metrics')
+
+
+def test_without_the_endpoint_nothing_is_required_or_served() -> None:
+    assert metricserving.prepare(None) is None
+
+
+async def get(port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    writer.write(request)
+    response = await reader.read()
+    writer.close()
+    return response
+
+
+async def test_the_metrics_are_served_at_their_path_only() -> None:
+    exporter = Exporter()
+    serving = metricserving.MetricsServing(metricserving.parse_endpoint('http://127.0.0.1:0/metrics'), exporter)
+    bound: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serving.serve(bound=bound))
+    try:
+        port = await bound
+        ok = await get(port, b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+        other = await get(port, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        posted = await get(port, b'POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+    assert ok.startswith(b'HTTP/1.1 200 OK\r\n')
+    assert b'\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n' in ok
+    assert ok.endswith(b'\r\n\r\nkopf_up 1.0\n')
+    assert other.startswith(b'HTTP/1.1 404 Not Found\r\n') and other.endswith(b'Not found: try /metrics\n')
+    assert posted.startswith(b'HTTP/1.1 405 ')
+
+
+async def test_a_port_in_use_is_one_message() -> None:
+    server = await asyncio.start_server(lambda r, w: None, '127.0.0.1', 0)
+    port = server.sockets[0].getsockname()[1]
+    serving = metricserving.MetricsServing(metricserving.parse_endpoint(f'http://127.0.0.1:{port}/m'), Exporter())
+    try:
+        with pytest.raises(metricserving.MetricsEndpointError, match=r"Cannot serve the metrics endpoint .* "
+                                                                     r"Choose another port or host in --metrics\."):
+            await serving.serve()
+    finally:
+        server.close()
+        await server.wait_closed()
