@@ -436,3 +436,25 @@ def test_unsupported_proxy_scheme_is_one_clear_login_error(
     _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(cluster={'proxy-url': 'ftp://proxy.local'})))
     with pytest.raises(kopf.LoginError, match=r"is not a proxy URL that can be used: use http://, https:// or socks5://"):
         login_with_kubeconfig()
+
+
+# Kopf's ``settings`` keyword of the login functions: the proxy variables' trust goes into the credentials.
+
+@pytest.mark.parametrize('trust_env', [True, False])
+def test_settings_trust_env_goes_into_the_credentials(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, trust_env: bool,
+) -> None:
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(user={'token': 'abc'})))
+    settings = kopf.OperatorSettings()
+    settings.networking.trust_env = trust_env
+    info = login_with_kubeconfig(settings=settings)
+    assert info is not None
+    assert info.trust_env is trust_env
+    assert info.token == 'abc'
+
+
+def test_no_settings_leave_the_credentials_as_read(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _write(tmp_path / 'config', _kubeconfig(user={'token': 'abc'})))
+    info = login_with_kubeconfig()
+    assert info is not None
+    assert info.trust_env is False

@@ -119,8 +119,6 @@ KNOWN_GAPS = set("""
 kopf.WebhookAutoServer(file_check_interval) kopf.WebhookDockerDesktopServer(file_check_interval)
 kopf.WebhookK3dServer(file_check_interval) kopf.WebhookMinikubeServer(file_check_interval)
 kopf.WebhookServer(file_check_interval)
-kopf.login_via_async_client(settings) kopf.login_via_client(settings) kopf.login_via_pykube(settings)
-kopf.login_with_kubeconfig(settings) kopf.login_with_service_account(settings)
 """.split())
 
 

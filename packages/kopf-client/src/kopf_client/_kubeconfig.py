@@ -62,7 +62,11 @@ class KubeconfigError(kopf.LoginError, kopf.PermanentError):
     """
 
 
-def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
+def login_with_kubeconfig(
+        *,
+        settings: Optional[kopf.OperatorSettings] = None,
+        **kwargs: Any,
+) -> Optional[kopf.ConnectionInfo]:
     """
     A minimalistic login handler that gets the raw credentials from kubeconfig files.
 
@@ -81,7 +85,7 @@ def login_with_kubeconfig(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     info = read_kubeconfig(paths, logger=logger)
     if logger is not None:
         logger.debug("Client is configured via kubeconfig file.")
-    return info
+    return _proxies.trusting_env(info, settings)
 
 
 def find_kubeconfig_paths(environ: Mapping[str, str]) -> Sequence[pathlib.Path]:

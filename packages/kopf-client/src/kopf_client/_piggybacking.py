@@ -27,7 +27,7 @@ import sys
 from typing import Any, Optional
 
 import kopf
-from kopf_client import _kubeconfig, _reasons, _tls
+from kopf_client import _kubeconfig, _proxies, _reasons, _tls
 
 PYKUBE_MODULE = 'pykube'
 KUBERNETES_MODULE = 'kubernetes'
@@ -48,7 +48,7 @@ def is_installed(module: str) -> bool:
         return False
 
 
-def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
+def _login_via_pykube(*, logger: Any) -> Optional[kopf.ConnectionInfo]:
     """
     Log in with the configuration that ``pykube-ng`` finds: in-cluster first, then kubeconfig.
 
@@ -96,7 +96,7 @@ def login_via_pykube(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
     return info
 
 
-def login_via_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
+def _login_via_client(*, logger: Any) -> Optional[kopf.ConnectionInfo]:
     """
     Log in with the configuration that ``kubernetes`` finds: in-cluster first, then kubeconfig.
 
@@ -258,3 +258,23 @@ def pod_namespace() -> Optional[str]:
             return f.read().strip() or None
     except OSError:
         return None
+
+
+def login_via_pykube(
+        *,
+        logger: Any,
+        settings: Optional[kopf.OperatorSettings] = None,
+        **_: Any,
+) -> Optional[kopf.ConnectionInfo]:
+    """Log in with the configuration that ``pykube-ng`` finds (with ``settings.networking.trust_env``)."""
+    return _proxies.trusting_env(_login_via_pykube(logger=logger), settings)
+
+
+def login_via_client(
+        *,
+        logger: Any,
+        settings: Optional[kopf.OperatorSettings] = None,
+        **_: Any,
+) -> Optional[kopf.ConnectionInfo]:
+    """Log in with the configuration that ``kubernetes`` finds (with ``settings.networking.trust_env``)."""
+    return _proxies.trusting_env(_login_via_client(logger=logger), settings)

@@ -15,7 +15,7 @@ import os
 from typing import Any, Optional
 
 import kopf
-from kopf_client import _kubeconfig, _piggybacking, _tls
+from kopf_client import _kubeconfig, _piggybacking, _proxies, _tls
 
 KUBERNETES_ASYNCIO_MODULE = 'kubernetes_asyncio'
 
@@ -23,7 +23,7 @@ KUBERNETES_ASYNCIO_MODULE = 'kubernetes_asyncio'
 PRIORITY = 15
 
 
-async def login_via_async_client(*, logger: Any, **_: Any) -> Optional[kopf.ConnectionInfo]:
+async def _login_via_async_client(*, logger: Any) -> Optional[kopf.ConnectionInfo]:
     """Log in with the configuration that ``kubernetes_asyncio`` finds: in-cluster first, then kubeconfig."""
     library = _piggybacking.import_library(KUBERNETES_ASYNCIO_MODULE, package='kubernetes_asyncio')
     importlib.import_module(f'{KUBERNETES_ASYNCIO_MODULE}.config')
@@ -70,3 +70,13 @@ async def _namespace(library: Any, *, in_cluster: bool) -> Optional[str]:
         return None
     namespace: Optional[str] = ((active or {}).get('context') or {}).get('namespace')
     return namespace or None
+
+
+async def login_via_async_client(
+        *,
+        logger: Any,
+        settings: Optional[kopf.OperatorSettings] = None,
+        **_: Any,
+) -> Optional[kopf.ConnectionInfo]:
+    """Log in with the configuration that ``kubernetes_asyncio`` finds (with ``settings.networking.trust_env``)."""
+    return _proxies.trusting_env(await _login_via_async_client(logger=logger), settings)

@@ -13,6 +13,7 @@ kubeconfig's ``proxy-url`` wins over the environment.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import ssl
 import urllib.parse
@@ -78,3 +79,15 @@ def _shown(url: str) -> str:
         return repr(url)
     host = parts.netloc.rsplit('@', 1)[1]
     return repr(urllib.parse.urlunsplit(parts._replace(netloc=f'{parts.username or ""}:<hidden>@{host}')))
+
+
+def trusting_env(info: Optional[Any], settings: Optional[Any]) -> Optional[Any]:
+    """
+    The credentials with ``trust_env`` of ``settings.networking`` (as Kopf's login functions give it).
+
+    The client's own sessions follow the settings anyway; the credentials carry the
+    flag for the other consumers of the vault (e.g. one's own sessions built from them).
+    """
+    if info is None or settings is None or not settings.networking.trust_env or info.trust_env:
+        return info
+    return dataclasses.replace(info, trust_env=True)

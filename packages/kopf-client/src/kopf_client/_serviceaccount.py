@@ -17,7 +17,7 @@ import pathlib
 from typing import Any, Mapping, Optional
 
 import kopf
-from kopf_client import _reasons
+from kopf_client import _proxies, _reasons
 
 SERVICE_ACCOUNT_DIR = pathlib.Path('/var/run/secrets/kubernetes.io/serviceaccount')
 
@@ -25,7 +25,11 @@ SERVICE_ACCOUNT_DIR = pathlib.Path('/var/run/secrets/kubernetes.io/serviceaccoun
 # Above the kubeconfig's: in a pod, its own identity wins over a kubeconfig in its image.
 PRIORITY = 20
 
-def login_with_service_account(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
+def login_with_service_account(
+        *,
+        settings: Optional[kopf.OperatorSettings] = None,
+        **kwargs: Any,
+) -> Optional[kopf.ConnectionInfo]:
     """
     A minimalistic login handler that gets the credentials of the pod's service account.
 
@@ -39,7 +43,7 @@ def login_with_service_account(**kwargs: Any) -> Optional[kopf.ConnectionInfo]:
     logger = kwargs.get('logger')
     if info is not None and logger is not None:
         logger.debug("Client is configured in cluster with service account.")
-    return info
+    return _proxies.trusting_env(info, settings)
 
 
 def why_not_in_cluster(directory: pathlib.Path, environ: Mapping[str, str]) -> str:
