@@ -119,6 +119,17 @@ async def test_the_probes_results_are_keyed_by_their_ids(operator: Operator) -> 
     assert json.loads(body) == {'now': '2026-11-24T00:00:00+00:00', 'random': 765846}
 
 
+async def test_the_results_are_reported_byte_for_byte_as_kopf_does(operator: Operator) -> None:
+    # Kopf 1.45.2: aiohttp.web.json_response(results), i.e. json.dumps() with its defaults, as utf-8.
+    kopf.on.probe(id='now', registry=operator.registry)(lambda **_: '2019-11-07T18:03:52.513803+00:00')
+    kopf.on.probe(id='random', registry=operator.registry)(lambda **_: 765846)
+    kopf.on.probe(id='text', registry=operator.registry)(lambda **_: {'ünï': [1.5, None, True]})
+    status, headers, body = await get(operator.port, '/healthz')
+    assert (status, headers['Content-Type']) == (200, 'application/json; charset=utf-8')
+    assert body == (b'{"now": "2019-11-07T18:03:52.513803+00:00", "random": 765846, '
+                    b'"text": {"\\u00fcn\\u00ef": [1.5, null, true]}}')
+
+
 async def test_the_probes_get_the_activity_kwargs(operator: Operator) -> None:
     seen: List[Mapping[str, Any]] = []
     kopf.on.probe(id='kw', param='p', registry=operator.registry)(lambda **kw: seen.append(kw))
@@ -174,8 +185,10 @@ async def test_the_cache_expires() -> None:
     assert probing.PROBE_CACHE_SECONDS == 10.0
 
 
-async def test_a_failing_probe_gives_an_error_and_is_not_cached(operator: Operator) -> None:
-    outcomes: List[Optional[Exception]] = [RuntimeError("the database is unreachable"), None]
+async def test_a_failing_probe_is_reported_by_its_id_only_and_is_not_cached(
+        operator: Operator, caplog: pytest.LogCaptureFixture) -> None:
+    secret = "cannot connect to postgresql://admin:s3cr3t@db:5432/app"
+    outcomes: List[Optional[Exception]] = [RuntimeError(secret), None]
 
     def flaky(**_: Any) -> str:
         exc = outcomes.pop(0)
@@ -188,9 +201,20 @@ async def test_a_failing_probe_gives_an_error_and_is_not_cached(operator: Operat
     status, headers, body = await get(operator.port, '/healthz')
     assert status == 500
     assert headers['Content-Type'] == 'text/plain; charset=utf-8'
-    assert body == b"Probe 'db' has failed: the database is unreachable\n"
+    assert body == b"Probe 'db' has failed.\n"
+    assert secret in caplog.text  # the details are in the log (by the handler's execution), not in the response
     status, _, body = await get(operator.port, '/healthz')
     assert (status, json.loads(body)) == (200, {'db': 'fine', 'ok': 'ok'})
+
+
+async def test_several_failing_probes_are_listed_by_their_ids(operator: Operator) -> None:
+    def failing(**_: Any) -> None:
+        raise kopf.PermanentError("token=abc123")
+
+    for probe_id in ['b', 'a', 'c']:
+        kopf.on.probe(id=probe_id, registry=operator.registry)(failing if probe_id != 'c' else lambda **_: 1)
+    status, _, body = await get(operator.port, '/healthz')
+    assert (status, body) == (500, b"Probe 'a' has failed.\nProbe 'b' has failed.\n")
 
 
 async def test_a_probe_with_its_own_retries_is_retried_within_the_request(operator: Operator) -> None:
@@ -214,11 +238,15 @@ async def test_unserializable_results_are_reported_as_strings(operator: Operator
     assert json.loads(body) == {'obj': {'day': '2026-11-24'}}
 
 
-async def test_results_that_json_cannot_encode_give_an_error(operator: Operator) -> None:
+async def test_results_that_json_cannot_encode_give_an_error_in_the_log_only(
+        operator: Operator, caplog: pytest.LogCaptureFixture) -> None:
     kopf.on.probe(id='obj', registry=operator.registry)(lambda **_: {('a', 'b'): 1})
-    status, _, body = await get(operator.port, '/healthz')
-    assert status == 500
-    assert body.startswith(b"The probes' results cannot be reported as JSON: keys must be ")
+    responses = [await get(operator.port, '/healthz') for _ in range(3)]
+    assert [(status, body) for status, _, body in responses] == [
+        (500, b"The probes' results cannot be reported as JSON.\n")] * 3
+    errors = [r.getMessage() for r in caplog.records if r.name == 'kopf.engines.probing']
+    assert len(errors) == 1  # once per collection of the results, not per request
+    assert errors[0].startswith("The probes' results cannot be reported as JSON: keys must be ")
 
 
 async def test_a_stopping_operator_is_not_alive_nor_ready(operator: Operator) -> None:
@@ -271,7 +299,7 @@ async def test_the_liveness_path_wins_over_the_readiness_path() -> None:
 async def test_unknown_paths_are_not_found(operator: Operator) -> None:
     status, _, body = await get(operator.port, '/metrics')
     assert status == 404
-    assert body == b"Not found: /metrics (try /healthz)\n"
+    assert body == b"Not found: try /healthz\n"  # the requested path is not echoed
 
 
 async def test_other_methods_are_not_allowed(operator: Operator) -> None:

@@ -7,8 +7,11 @@ of the embedding API) serves, on the given host and port:
 - the given path (liveness): ``200`` with the results of the ``@kopf.on.probe``
   handlers as a JSON object keyed by the handlers' ids (``{}`` without them).
   The results are cached for :data:`PROBE_CACHE_SECONDS`, so that frequent
-  probes do not overload the operator. A probe handler that fails gives
-  ``500`` with the error. Once the operator is stopping, it answers ``503``;
+  probes do not overload the operator. The body is what Kopf's ``json_response``
+  gives (``json.dumps`` with its default separators). A probe handler that fails
+  gives ``500`` with the failed probes' ids only (``Probe 'db' has failed.``):
+  the errors go to the log, as they may hold secrets (Kopf's aiohttp said only
+  "Internal Server Error"). Once the operator is stopping, it answers ``503``;
   once it has exited, nothing listens at all.
 - ``/readyz`` (readiness): ``200`` only once the operator is serving and every
   watched resource has been listed in every served namespace (at the start),
@@ -18,8 +21,10 @@ of the embedding API) serves, on the given host and port:
 
 Only plain HTTP is served. A URL without a port means port 8080, as in Kopf;
 port ``0`` takes any free port (logged at start). Only ``GET`` and ``HEAD``
-are answered. The server is stdlib-only (asyncio streams), and every
-connection is closed after one response, as probes need nothing more.
+are answered. The HTTP side is :mod:`probeserver`: stdlib-only, bounded in
+the size of a request's head, its time, and the number of connections (the
+endpoint is often reachable by anyone in the cluster), and every connection
+is closed after one response, as probes need nothing more.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ import urllib.parse
 from typing import Any, Callable, Collection, Hashable, Mapping, Optional, Set, Tuple
 
 from kopf._cogs.configs import configuration
-from kopf._core.engines import activities
+from kopf._core.engines import activities, probeserver
 from kopf._core.intents import handlers, registries
 
 logger = logging.getLogger('kopf.engines.probing')
@@ -40,8 +45,6 @@ logger = logging.getLogger('kopf.engines.probing')
 PROBE_CACHE_SECONDS = 10.0  # how long the probe handlers' results are reused (as in Kopf)
 READINESS_PATH = '/readyz'
 DEFAULT_PORT = 8080  # what Kopf serves on when the URL has no port
-REQUEST_TIMEOUT = 10.0  # for a client to send its request headers
-MAX_HEADER_LINES = 100
 
 
 class LivenessEndpointError(Exception):
@@ -137,7 +140,7 @@ async def run_probes(
     return {str(handler_id): outcome.result for handler_id, outcome in outcomes.items()}
 
 
-Response = Tuple[int, str, bytes]  # status, content type, body
+Response = probeserver.Response
 
 
 class HealthServer:
@@ -149,14 +152,15 @@ class HealthServer:
         self.probes = probes
         self.listing = listing
         self.stopping = stopping
+        self._encoded: Optional[Tuple[Mapping[str, Any], Response]] = None  # the last results and their response
 
     async def respond(self, method: str, path: str) -> Response:
         routes = {READINESS_PATH: self._readiness, self.endpoint.path: self._liveness}
         route = routes.get(path)
         if route is None:
-            return 404, 'text/plain', f"Not found: {path} (try {self.endpoint.path})\n".encode()
+            return 404, 'text/plain', f"Not found: try {self.endpoint.path}\n".encode()
         if method not in ('GET', 'HEAD'):
-            return 405, 'text/plain', f"Method {method} is not allowed: use GET.\n".encode()
+            return 405, 'text/plain', b"Only GET and HEAD are allowed.\n"
         return await route()
 
     async def _liveness(self) -> Response:
@@ -165,14 +169,13 @@ class HealthServer:
         try:
             results = await self.probes.get()
         except activities.ActivityError as e:
-            failures = {str(hid): str(o.exception) for hid, o in e.outcomes.items() if o.exception is not None}
-            text = ''.join(f"Probe {hid!r} has failed: {msg}\n" for hid, msg in sorted(failures.items()))
-            return 500, 'text/plain', text.encode()
-        try:
-            body = json.dumps(results, default=str)  # e.g. datetimes as their str(), not a failure
-        except (TypeError, ValueError) as e:  # e.g. non-string keys of a dict, circular references
-            return 500, 'text/plain', f"The probes' results cannot be reported as JSON: {e}\n".encode()
-        return 200, 'application/json', body.encode()
+            # The errors are in the log already (by the handlers' execution); they may hold secrets
+            # (e.g. a database URL with its password), so the response names only the failed probes.
+            failed = sorted(str(hid) for hid, outcome in e.outcomes.items() if outcome.exception is not None)
+            return 500, 'text/plain', ''.join(f"Probe {hid!r} has failed.\n" for hid in failed).encode()
+        if self._encoded is None or self._encoded[0] is not results:  # once per collection, not per request
+            self._encoded = (results, _encode_results(results))
+        return self._encoded[1]
 
     async def _readiness(self) -> Response:
         if self.stopping.is_set():
@@ -181,60 +184,15 @@ class HealthServer:
             return 503, 'text/plain', b"The operator has not listed all its resources yet.\n"
         return 200, 'text/plain', b"OK\n"
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(_read_request(reader), timeout=REQUEST_TIMEOUT)
-            if request is None:
-                status, ctype, body = 400, 'text/plain', b"Bad request.\n"
-                method = 'GET'
-            else:
-                method, path = request
-                status, ctype, body = await self.respond(method, path)
-            writer.write(_format_response(status, ctype, body, head=method == 'HEAD'))
-            await writer.drain()
-        except (asyncio.TimeoutError, ConnectionError):
-            pass  # the client has gone or is too slow: nobody to answer to
-        finally:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except ConnectionError:
-                pass
 
-
-async def _read_request(reader: asyncio.StreamReader) -> Optional[Tuple[str, str]]:
-    """The method and the path of an HTTP/1.x request (its headers are read and ignored)."""
+def _encode_results(results: Mapping[str, Any]) -> Response:
+    """The results as JSON, as Kopf's ``json_response`` gives them; an error in the log, not in the response."""
     try:
-        request_line = (await reader.readline()).decode('latin-1').strip()
-        for _ in range(MAX_HEADER_LINES):
-            line = await reader.readline()
-            if line in (b'\r\n', b'\n', b''):
-                break
-        else:
-            return None
-    except (ValueError, asyncio.LimitOverrunError):  # a line beyond the stream's limit
-        return None
-    parts = request_line.split()
-    if len(parts) != 3 or not parts[2].startswith('HTTP/'):
-        return None
-    return parts[0].upper(), urllib.parse.urlsplit(parts[1]).path
-
-
-_REASONS = {200: 'OK', 400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
-            500: 'Internal Server Error', 503: 'Service Unavailable'}
-
-
-def _format_response(status: int, ctype: str, body: bytes, *, head: bool) -> bytes:
-    headers = [
-        f'HTTP/1.1 {status} {_REASONS[status]}',
-        f'Content-Type: {ctype}; charset=utf-8',
-        f'Content-Length: {len(body)}',
-        'Cache-Control: no-store',
-        'Connection: close',
-    ]
-    if status == 405:
-        headers.append('Allow: GET, HEAD')
-    return '\r\n'.join(headers).encode() + b'\r\n\r\n' + (b'' if head else body)
+        body = json.dumps(results, default=str)  # e.g. datetimes as their str(), not a failure
+    except (TypeError, ValueError) as e:  # e.g. non-string keys of a dict, circular references
+        logger.error(f"The probes' results cannot be reported as JSON: {e}")
+        return 500, 'text/plain', b"The probes' results cannot be reported as JSON.\n"
+    return 200, 'application/json', body.encode()
 
 
 async def health_reporter(
@@ -247,6 +205,7 @@ async def health_reporter(
         listing: ListingReadiness,
         stopping: asyncio.Event,
         bound: Optional[asyncio.Future[int]] = None,
+        limits: probeserver.Limits = probeserver.Limits(),
 ) -> None:
     """Serve the health checks until cancelled (when the operator exits)."""
     async def collect() -> Mapping[str, Any]:
@@ -254,15 +213,17 @@ async def health_reporter(
 
     server = HealthServer(endpoint=endpoint, probes=ProbeCache(collect), listing=listing, stopping=stopping)
     try:
-        listener = await asyncio.start_server(server.handle, endpoint.host, endpoint.port)
+        listener = await probeserver.start_server(server.respond, endpoint.host, endpoint.port, limits=limits)
     except OSError as e:
         raise LivenessEndpointError(f"Cannot serve the liveness endpoint {endpoint.url()}: {e.strerror or e}. "
                                     f"Choose another port or host in --liveness.") from None
-    port = listener.sockets[0].getsockname()[1] if listener.sockets else endpoint.port
+    port = listener.port(endpoint.port)
     logger.debug(f"Serving health status at {endpoint.url(port)}")
     if endpoint.path == READINESS_PATH:
         logger.warning(f"The liveness path is {READINESS_PATH}: the readiness is not served.")
     if bound is not None:
         bound.set_result(port)  # the actual port: e.g. for port 0
-    async with listener:
-        await asyncio.Event().wait()  # serve until cancelled; the listener closes on the way out
+    try:
+        await asyncio.Event().wait()  # serve until cancelled
+    finally:
+        await listener.close()
