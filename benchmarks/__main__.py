@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         idle_seconds=args.idle_seconds,
         repeats=args.repeats,
         variants=_choices(args.variants, VARIANTS),
-        sides=_choices(args.sides, sides.SIDES),
+        sides=_choices(args.sides, sides.ALL_SIDES),
         baseline_objects=args.baseline_objects,
         settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency,
                           posting_loggers=args.posted_logs),
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument('--variants', default=','.join(default.variants),
                              help=f'comma-separated CRD variants: {",".join(VARIANTS)}')
         command.add_argument('--sides', default=','.join(default.sides),
-                             help=f'comma-separated sides: {",".join(sides.SIDES)}')
+                             help=f'comma-separated sides: {",".join(sides.ALL_SIDES)}')
         command.add_argument('--baseline-objects', type=int, default=default.baseline_objects,
                              help='objects of the no-operator attribution check')
         command.add_argument('--quiet', type=float, default=default.settings.quiet,

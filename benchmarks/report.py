@@ -212,6 +212,7 @@ def render_markdown(results: Results) -> str:
         lines.append(f'| {target.description} | {target.variant} | {_number(target.ours)} | '
                      f'{_number(target.upstream)} | {_number(target.bound)} | {met} |')
 
+    lines += _metrics_cost_rows(results)
     lines += ['', '## Attribution check (no operator)', '']
     for variant, figures in results.get('baseline', {}).items():
         lines.append(f"- {variant}: {figures['harness_requests']} requests by the harness itself; "
@@ -227,6 +228,25 @@ def render_markdown(results: Results) -> str:
             lines.append(f"- {record['scenario']}, {record['variant']}, {record['side']}, "
                          f"repeat {record['repeat'] + 1}: {record['error'].splitlines()[0]}")
     return '\n'.join(lines) + '\n'
+
+
+def _metrics_cost_rows(results: Results) -> list[str]:
+    """The side ``ours-metrics`` (``--metrics``, scraped every second) beside ``ours``: the burst's CPU."""
+    lines: list[str] = []
+    for variant in results['options']['variants']:
+        for scenario in ('burst', 'burst-defaults', 'burst-large'):
+            for figure in ('cpu_per_object_ms', 'create_latency_p99_ms'):
+                off = figure_stats(results, scenario, variant, 'ours', figure)
+                on = figure_stats(results, scenario, variant, 'ours-metrics', figure)
+                if off is None or on is None:
+                    continue
+                found = ratio(on, off)
+                cost = '' if found is None else f'{(found - 1) * 100:+.1f} %'
+                lines.append(f'| {scenario} | {variant} | {figure} | {_cell(off, 0)} | {_cell(on, 0)} | {cost} |')
+    if not lines:
+        return []
+    return ['', '## The cost of the metrics (ours with --metrics, scraped every second, vs without)', '',
+            '| scenario | variant | figure | without | with | cost |', '|---|---|---|---:|---:|---:|', *lines]
 
 
 def _by_verb_rows(results: Results, variant: str) -> list[tuple[str, str, str]]:

@@ -6,6 +6,9 @@ The sides compared, each run as its own operator process and observed from outsi
   environment of its own (never into this one), built once and cached
   (``integration/upstream.py``, shared with the migration tests).
 - ``bare``: no framework (``bare.py``): the bound of what the API server allows.
+- ``ours-metrics``: ``ours`` with ``--metrics`` on a free port, scraped every
+  :data:`SCRAPE_INTERVAL` seconds while it runs (more often than Prometheus
+  usually does): the cost of the metrics, beside ``ours`` without them.
 
 The framework sides run the very same file, ``bench_operator.py``, with
 ``--standalone -n <namespace>``. The process's CPU time and peak RSS are read
@@ -16,10 +19,12 @@ import os
 import pathlib
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import psutil
 
@@ -28,8 +33,10 @@ from integration import upstream
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPERATOR_FILE = pathlib.Path(__file__).resolve().parent / 'bench_operator.py'
 UPSTREAM_VERSION = upstream.UPSTREAM_VERSION
-SIDES = ('ours', 'upstream', 'bare')
+SIDES = ('ours', 'upstream', 'bare')  # the default ones
+ALL_SIDES = (*SIDES, 'ours-metrics')
 _RSS_POLL_INTERVAL = 0.1
+SCRAPE_INTERVAL = 1.0
 
 
 class SideUnavailable(Exception):
@@ -42,6 +49,7 @@ class Side:
     argv: tuple[str, ...]  # the command up to (not including) the operator's own arguments
     version: str
     is_framework: bool = True
+    metrics: bool = False  # served with --metrics and scraped while running
 
     def command(self, namespace: str) -> list[str]:
         if self.is_framework:
@@ -52,6 +60,8 @@ class Side:
 def make_side(name: str) -> Side:
     if name == 'ours':
         return Side('ours', (_ours_kopf(), 'run'), version=_our_versions())
+    if name == 'ours-metrics':
+        return Side('ours-metrics', (_ours_kopf(), 'run'), version=_our_versions(), metrics=True)
     if name == 'upstream':
         try:
             executable = upstream.ensure_upstream(UPSTREAM_VERSION)
@@ -60,7 +70,7 @@ def make_side(name: str) -> Side:
         return Side('upstream', (str(executable), 'run'), version=f'kopf=={UPSTREAM_VERSION}')
     if name == 'bare':
         return Side('bare', (sys.executable, '-m', 'benchmarks.bare'), version='aiohttp only', is_framework=False)
-    raise ValueError(f'Unknown side: {name!r}; expected one of {SIDES}')
+    raise ValueError(f'Unknown side: {name!r}; expected one of {ALL_SIDES}')
 
 
 def _ours_kopf() -> str:
@@ -92,6 +102,10 @@ class OperatorProcess:
                  log_path: pathlib.Path) -> None:
         self.side = side
         self.argv = side.command(namespace)
+        self.metrics_url = f'http://127.0.0.1:{_free_port()}/metrics' if side.metrics else None
+        if self.metrics_url is not None:
+            self.argv.append(f'--metrics={self.metrics_url}')
+        self.scrapes = 0
         self.env = dict(os.environ, KOPF_BENCH_PLURAL=plural, **env)
         self.log_path = log_path
         self.started_at = 0.0
@@ -110,6 +124,8 @@ class OperatorProcess:
         self._process = psutil.Process(self._popen.pid)
         self._sampler = threading.Thread(target=self._sample_rss, name='rss-sampler', daemon=True)
         self._sampler.start()
+        if self.metrics_url is not None:
+            threading.Thread(target=self._scrape, args=(self.metrics_url,), name='scraper', daemon=True).start()
 
     def check_alive(self) -> None:
         if self._popen is not None and self._popen.poll() is not None:
@@ -163,6 +179,23 @@ class OperatorProcess:
                 self._peak_rss = max(self._peak_rss, int(self._process.memory_info().rss))
             except psutil.Error:
                 return
+
+
+    def _scrape(self, url: str) -> None:
+        """As Prometheus does: the whole exposition, again and again, until the operator stops."""
+        while not self._stop_sampling.wait(SCRAPE_INTERVAL):
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    response.read()
+                self.scrapes += 1
+            except OSError:  # not yet listening, or already gone
+                pass
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return int(sock.getsockname()[1])
 
 
 def _kernel_peak_rss(pid: int) -> int:
