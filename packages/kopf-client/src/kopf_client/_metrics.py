@@ -59,7 +59,8 @@ def convert(family: kopf.metrics.Family, *, with_samples: bool = True) -> Promet
         converted = HistogramMetricFamily(family.name, family.help, labels=labels)
     for sample in family.samples if with_samples else ():
         if isinstance(converted, HistogramMetricFamily):
-            buckets = [(floatToGoString(bound), count) for bound, count in sample.buckets]
+            # prometheus_client's own spelling of the bounds ("+Inf", "1.0"); the function is not annotated.
+            buckets = [(floatToGoString(bound), count) for bound, count in sample.buckets]  # type: ignore[no-untyped-call]
             converted.add_metric(list(sample.labels), buckets=buckets, sum_value=sample.sum)
         else:
             converted.add_metric(list(sample.labels), sample.value)

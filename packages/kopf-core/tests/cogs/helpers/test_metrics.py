@@ -100,10 +100,10 @@ def test_the_snapshot_keeps_the_order_of_declaration(registry: metrics.Registry)
 def test_snapshots_from_another_thread_while_recording(registry: metrics.Registry) -> None:
     counter = registry.counter('runs_total', "Runs.", ('n',))
     gauge = registry.gauge('waiting', "Waiting.", ('n',))
-    streams = {}
-    gauge.add_source(('all',), lambda: sum(1 for _ in streams.copy().values()))
+    streams: dict[int, int] = {}
+    gauge.add_source(('all',), lambda: float(len(streams.copy())))
     stop = threading.Event()
-    failures = []
+    failures: list[Exception] = []
 
     def scrape() -> None:
         while not stop.is_set():
