@@ -52,6 +52,12 @@ def read_kubernetes_version(gomod_dir: pathlib.Path = GOMOD_DIR) -> str:
     return match.group(1)
 
 
+def _read_go_version(gomod_dir: pathlib.Path) -> str:
+    """The Go version that the pinned release needs (go.mod's ``go`` line), for the messages."""
+    match = re.search(r'^go\s+(\d+\.\d+)', (gomod_dir / 'go.mod').read_text(), re.MULTILINE)
+    return match.group(1) if match else 'the version in go.mod'
+
+
 def get_cache_dir(version: str) -> pathlib.Path:
     """The per-version cache directory (not the ``bin/`` inside it)."""
     base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
@@ -115,7 +121,7 @@ def _run_go_build(version: str, *, gomod_dir: pathlib.Path, out_dir: pathlib.Pat
     if go is None:
         raise BuildError(
             f'Go is not found on PATH; it is needed to build the local control plane ({version}) once.\n'
-            f'Either install Go 1.25 or newer (https://go.dev/doc/install) and retry, '
+            f'Either install Go {_read_go_version(gomod_dir)} or newer (https://go.dev/doc/install) and retry, '
             f'or point ${BINARIES_ENV_VAR} to a directory with existing binaries: {", ".join(BINARIES)}.')
     major, minor = re.findall(r'\d+', version)[:2]
     # kubectl and the servers report this version; without it they say v0.0.0-master.
