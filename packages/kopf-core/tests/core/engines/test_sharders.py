@@ -1,0 +1,276 @@
+"""
+The membership Leases of automatic sharding on fake time: join, split, leave, die, step down, recover.
+
+Inputs: replicas (each a Member + Sharder with its own connection) on the fake
+API server of ``conftest.py`` (extended here with listing by labels and deleting),
+which keeps the API server's resourceVersion preconditions and can refuse (403)
+or stop answering (a cut-off network). The time is fake (looptime).
+Outputs: the slots each replica serves over time (its ``apply`` calls, where a
+stop takes a second, as stopping workers and daemons does), the Leases, the logs.
+Checked at every change: no slot is served by two replicas at any moment.
+Not faked: the sharder, its Lease helpers, the assignment.
+"""
+import asyncio
+import copy
+import logging
+from typing import Any, AsyncIterator, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+import pytest
+
+from kopf._cogs.clients import protocols
+from kopf._core.engines import leases, membership, sharders, sharding
+
+from .conftest import FakeLeaseApi, FakeLeaseClient
+
+TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+STOP_DELAY = 1.0  # how long stopping the slots' streams, workers and daemons takes in these tests
+
+
+class ListingClient(FakeLeaseClient):
+    async def list_objects(self, resource: Any, *, namespace: str, label_selector: Optional[str] = None,
+                           **_: Any) -> protocols.ObjectPage:
+        await self._enter('list')
+        key, _, value = (label_selector or '').partition('=')
+        items = [copy.deepcopy(body) for (ns, _name), body in sorted(self.api.leases.items())
+                 if ns == namespace and (not key or (body['metadata'].get('labels') or {}).get(key) == value)]
+        return protocols.ObjectPage(items=items, resource_version=str(self.api.version))
+
+    async def delete_object(self, resource: Any, *, namespace: str, name: str, **_: Any) -> None:
+        await self._enter('delete')
+        self.api.leases.pop((namespace, name), None)
+
+
+class Ledger:
+    """Who serves which slots, as the replicas' ``apply`` says; any overlap is recorded as a violation."""
+
+    def __init__(self) -> None:
+        self.active: Dict[str, FrozenSet[int]] = {}
+        self.violations: List[str] = []
+        self.changes: List[Tuple[float, str, FrozenSet[int]]] = []
+
+    def applier(self, name: str) -> Callable[[FrozenSet[int]], Any]:
+        async def apply(slots: FrozenSet[int]) -> None:
+            old = self.active.get(name, frozenset())
+            if old - slots:
+                await asyncio.sleep(STOP_DELAY)
+                self.active[name] = old & slots
+            gained = slots - old
+            for other, theirs in self.active.items():
+                if other != name and theirs & gained:
+                    self.violations.append(f'{name} started {sorted(theirs & gained)} served by {other}')
+            self.active[name] = slots
+            self.changes.append((asyncio.get_running_loop().time(), name, slots))
+        return apply
+
+    def total(self) -> FrozenSet[int]:
+        return frozenset().union(*self.active.values())
+
+
+class Replica:
+    def __init__(self, api: FakeLeaseApi, ledger: Ledger, identity: str) -> None:
+        self.client = ListingClient(api)
+        ref = leases.LeaseRef('ns', membership.lease_name('kopf-shard-test', identity))
+        self.member = membership.Member(client=self.client, ref=ref, prefix='kopf-shard-test',  # type: ignore
+                                        identity=identity, field='uid', timings=TIMINGS)
+        self.sharder = sharders.Sharder(member=self.member, apply=ledger.applier(ref.name))
+        self.task = asyncio.create_task(self.sharder.run())
+
+    @property
+    def name(self) -> str:
+        return self.member.name
+
+    async def stop(self, *, leave: bool) -> None:
+        self.task.cancel()
+        await asyncio.wait([self.task])
+        if leave:
+            await self.sharder.apply(frozenset())
+            await self.sharder.leave()
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+async def replicas(lease_api: FakeLeaseApi, ledger: Ledger) -> AsyncIterator[Callable[[str], Replica]]:
+    made: List[Replica] = []
+
+    def make(identity: str) -> Replica:
+        made.append(Replica(lease_api, ledger, identity))
+        return made[-1]
+    yield make
+    for replica in made:
+        if not replica.task.done():
+            await replica.stop(leave=False)
+    assert not ledger.violations
+
+
+async def until(condition: Callable[[], bool], timeout: float = 200) -> float:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "never happened"
+        await asyncio.sleep(0.1)
+    return loop.time()
+
+
+def split_as_assigned(ledger: Ledger, members: List[Replica]) -> bool:
+    expected = sharding.assign([replica.name for replica in members])
+    return all(ledger.active.get(name) == slots for name, slots in expected.items())
+
+
+@pytest.mark.looptime
+async def test_a_single_member_serves_all_slots_at_once(replicas: Callable[[str], Replica],
+                                                        ledger: Ledger, lease_api: FakeLeaseApi) -> None:
+    replica = replicas('a')
+    assert await until(lambda: ledger.total() == sharding.ALL_SLOTS) < 1
+    metadata = lease_api.leases[('ns', replica.name)]['metadata']
+    assert metadata['labels'] == {membership.LABEL: 'kopf-shard-test'}
+    assert metadata['annotations'] == {membership.SERVING: '0-63', membership.HASHED_FIELD: 'uid'}
+    assert lease_api.spec('ns', replica.name)['holderIdentity'] == 'a'
+
+
+@pytest.mark.looptime
+async def test_three_members_split_the_slots_without_overlap(replicas: Callable[[str], Replica],
+                                                             ledger: Ledger) -> None:
+    members = [replicas(name) for name in ('a', 'b', 'c')]
+    took = await until(lambda: split_as_assigned(ledger, members))
+    assert took <= 4 * TIMINGS.retry_period
+    assert ledger.total() == sharding.ALL_SLOTS
+
+
+@pytest.mark.looptime
+async def test_a_joining_member_takes_only_its_share(replicas: Callable[[str], Replica], ledger: Ledger) -> None:
+    members = [replicas(name) for name in ('a', 'b', 'c')]
+    await until(lambda: split_as_assigned(ledger, members))
+    before = dict(ledger.active)
+    joined_at = asyncio.get_running_loop().time()
+    members.append(replicas('d'))
+    took = await until(lambda: split_as_assigned(ledger, members)) - joined_at
+    assert took <= 3 * TIMINGS.retry_period + STOP_DELAY
+    for replica in members[:3]:
+        assert ledger.active[replica.name] <= before[replica.name]  # only given away, nothing moved among them
+
+
+@pytest.mark.looptime
+async def test_a_killed_member_is_replaced_within_the_lease_duration(
+        replicas: Callable[[str], Replica], ledger: Ledger) -> None:
+    members = [replicas(name) for name in ('a', 'b', 'c')]
+    await until(lambda: split_as_assigned(ledger, members))
+    victim = members.pop()
+    victim.client.cut_off = True  # as with kill -9: no more writes, nothing released
+    last_renewal = victim.sharder.renewed_at
+    assert last_renewal is not None
+    del ledger.active[victim.name]  # dead: it serves nothing (the survivors must not wait for it to say so)
+    taken_at = await until(lambda: split_as_assigned(ledger, members))
+    assert taken_at - last_renewal <= TIMINGS.lease_duration + 2 * TIMINGS.retry_period
+    assert taken_at - last_renewal >= TIMINGS.lease_duration - TIMINGS.retry_period  # not before it expired
+    assert ledger.total() == sharding.ALL_SLOTS
+
+
+@pytest.mark.looptime
+async def test_a_leaving_member_hands_over_at_once(replicas: Callable[[str], Replica],
+                                                   ledger: Ledger, lease_api: FakeLeaseApi) -> None:
+    members = [replicas(name) for name in ('a', 'b')]
+    await until(lambda: split_as_assigned(ledger, members))
+    leaver = members.pop()
+    left_at = asyncio.get_running_loop().time()
+    await leaver.stop(leave=True)
+    assert ('ns', leaver.name) not in lease_api.leases
+    took = await until(lambda: split_as_assigned(ledger, members)) - left_at
+    assert took <= STOP_DELAY + 2 * TIMINGS.retry_period
+
+
+@pytest.mark.looptime
+async def test_a_cut_off_member_stops_before_the_others_take_over(
+        replicas: Callable[[str], Replica], ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    members = [replicas(name) for name in ('a', 'b')]
+    await until(lambda: split_as_assigned(ledger, members))
+    isolated = members[1]
+    isolated.client.cut_off = True
+    stopped_at = await until(lambda: not ledger.active[isolated.name])
+    assert ledger.active[members[0].name] != sharding.ALL_SLOTS  # not yet taken over
+    taken_at = await until(lambda: ledger.active[members[0].name] == sharding.ALL_SLOTS)
+    assert stopped_at < taken_at
+    assert "not renewed within the renew deadline of 10s: stopping serving all slots" in caplog.text
+
+
+@pytest.mark.looptime
+async def test_garbage_in_a_peers_lease_blocks_its_slots_until_it_expires(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: FakeLeaseApi,
+        caplog: pytest.LogCaptureFixture) -> None:
+    lease_api.put('ns', 'kopf-shard-test-garbage', {'holderIdentity': 'x', 'leaseDurationSeconds': 15})
+    garbage = lease_api.leases[('ns', 'kopf-shard-test-garbage')]['metadata']
+    garbage['labels'] = {membership.LABEL: 'kopf-shard-test'}
+    garbage['annotations'] = {membership.SERVING: 'all of them!', membership.HASHED_FIELD: 'uid'}
+    replica = replicas('a')
+    mine = sharding.assign([replica.name, 'kopf-shard-test-garbage'])[replica.name]
+    await asyncio.sleep(10)
+    assert ledger.active.get(replica.name, frozenset()) == frozenset()  # everything is claimed by the garbage
+    took = await until(lambda: ledger.active.get(replica.name) == sharding.ALL_SLOTS)
+    assert TIMINGS.lease_duration <= took <= TIMINGS.lease_duration + 2 * TIMINGS.retry_period
+    assert mine  # it did have a share, which it could not take while the garbage was alive
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len([w for w in warnings if 'unreadable' in w]) == 1
+    assert "kopf-shard-test-garbage has an unreadable kopf.zalando.org/shard-serving annotation" in warnings[0]
+    await until(lambda: ('ns', 'kopf-shard-test-garbage') not in lease_api.leases)  # deleted when dead for long
+
+
+@pytest.mark.looptime
+async def test_no_permission_is_said_once_and_recovered_from(
+        replicas: Callable[[str], Replica], ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    replica = replicas('a')
+    replica.client.forbidden = True
+    await asyncio.sleep(20)
+    assert not ledger.active.get(replica.name)
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "Not permitted to use the sharding's Leases in 'ns'" in errors[0]
+    assert "get, list, create, patch and delete on the leases of coordination.k8s.io" in errors[0]
+    replica.client.forbidden = False
+    await until(lambda: ledger.active.get(replica.name) == sharding.ALL_SLOTS)
+    assert "The sharding's Leases in 'ns' are usable again." in caplog.text
+
+
+@pytest.mark.looptime
+async def test_its_own_lease_edited_by_hand_is_rewritten(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: FakeLeaseApi,
+        caplog: pytest.LogCaptureFixture) -> None:
+    replica = replicas('a')
+    await until(lambda: ledger.total() == sharding.ALL_SLOTS)
+    lease_api.put('ns', replica.name, {'holderIdentity': 'nonsense', 'leaseDurationSeconds': -5})
+    await asyncio.sleep(2 * TIMINGS.retry_period)
+    body = lease_api.leases[('ns', replica.name)]
+    assert body['spec']['holderIdentity'] == 'a'
+    assert body['metadata']['annotations'][membership.SERVING] == '0-63'
+    assert ledger.active[replica.name] == sharding.ALL_SLOTS  # never stopped
+    assert caplog.text.count("was changed by another writer") == 1
+
+
+@pytest.mark.looptime
+async def test_a_peer_hashing_another_field_blocks_taking_over(
+        replicas: Callable[[str], Replica], ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    first = replicas('a')
+    await until(lambda: ledger.total() == sharding.ALL_SLOTS)
+    second = replicas('b')
+    second.member.field = 'namespace'
+    await asyncio.sleep(10)
+    assert ledger.active.get(second.name, frozenset()) == frozenset()  # 'a' claims all, 'b' waits
+    assert ledger.active[first.name] == sharding.assign([first.name, second.name])[first.name]  # 'a' let go
+    assert "hashes 'namespace', this replica hashes 'uid'" in caplog.text
+
+
+def test_lease_names_are_valid_and_stable() -> None:
+    name = membership.lease_name('kopf-shard-default', 'user@host/1234')
+    assert name == membership.lease_name('kopf-shard-default', 'user@host/1234')
+    assert name != membership.lease_name('kopf-shard-default', 'user@host/1235')
+    assert name.startswith('kopf-shard-default-') and len(name) == len('kopf-shard-default-') + 10
+    assert membership.default_prefix('My_Peering!') == 'kopf-shard-my-peering'
+
+
+@pytest.mark.parametrize('prefix', ['Bad_Name!', '', '-x', 'x' * 53])
+def test_a_prefix_that_kubernetes_refuses_is_said_at_once(prefix: str) -> None:
+    with pytest.raises(leases.LeaseError, match=r"not valid in Kubernetes: use at most 52 lowercase"):
+        membership.check_prefix(prefix)
