@@ -3,14 +3,22 @@
 # fresh virtual environment outside the repository, and check that kopf-testing
 # works from there: its control-plane command, its Go module (package data), and
 # its pytest plugin. Run from anywhere; removes the environment afterwards.
+# With `--from DIST`, the packages are installed from the wheels built there instead.
 source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 uv venv --quiet --python "$PYTHON" "$WORK/venv"
 VENV_PY="$WORK/venv/bin/python"
-uv pip install --quiet --python "$VENV_PY" \
-    packages/kopf-core packages/kopf-client packages/kopf-cli packages/kopf-testing
+PACKAGES=(kopf-core kopf-client kopf-cli kopf-testing)
+if [ "${1:-}" = "--from" ]; then
+    # The built wheels (scripts/build.sh): ours from there only, the third-party ones from the index.
+    DIST="$(cd "$2" && pwd)"
+    uv pip install --quiet --python "$VENV_PY" --find-links "$DIST" --no-index --no-deps "${PACKAGES[@]}"
+    uv pip install --quiet --python "$VENV_PY" --find-links "$DIST" "${PACKAGES[@]}"
+else
+    uv pip install --quiet --python "$VENV_PY" "${PACKAGES[@]/#/packages/}"
+fi
 
 cd "$WORK"  # away from the checkout: nothing may be imported from the source tree
 "$VENV_PY" - <<'PY'

@@ -33,6 +33,7 @@ step "kopf-cli unit tests"    hatch run cli:test
 step "kopf-webhooks unit tests" hatch run webhooks:test
 step "kopf-testing unit tests" hatch run testing:test
 step "kopf-testing installed (not editable)" bash scripts/check_install.sh
+step "release: all five packages built, checked (twine), installed together" bash scripts/build.sh
 step "integration tests"      hatch run integration:test integration "$@"
 # The example's tests, unchanged, on the in-memory API and on the local control plane.
 step "example 02 on the in-memory API"       hatch run integration:test examples/02-testing --kopf-cluster=memory
