@@ -36,10 +36,13 @@ WITHOUT_STATUS = 'bigplains'  # without it: the status is a part of the main obj
 PLAIN_ANNOTATION = 'kopf.zalando.org/last-handled-configuration'
 PACKED_ANNOTATION = 'kopf.zalando.org/last-handled-configuration-packed'
 PACKED_HEADER = 'v1:gzip+base64:'
-NOOP = r"Something has changed, but we are not interested \(the essence is the same\)\."
-REFUSALS = ['Too long', '422', 'Unprocessable', 'rejected', 'request is too large', 'Internal Server Error']
+REFUSALS = ['Too long', 'Unprocessable', 'rejected', 'request is too large', 'Internal Server Error',
+            'APIServerError', 'APIUnprocessableEntityError']  # 422s and 500s, as logged
 KINDS = {WITH_STATUS: 'Bigsub', WITHOUT_STATUS: 'Bigplain'}
 SPEC_SIZE = 1024 * 1024
+IDLE = r"Something has changed, but we are not interested \(the essence is the same\)\."  # its own patch
+GONE = r"Deleted, really deleted, and we are notified\."
+TIMEOUT = 120  # a cycle of a 1 MiB object takes seconds on a busy machine (the API server's too)
 
 Object = dict[str, Any]
 
@@ -52,13 +55,15 @@ def crds(cluster: Cluster) -> None:
 
 def realistic_spec() -> Object:
     """About 1 MiB of similar entries, as big specs usually are (e.g. generated configurations)."""
-    workers = []
-    while len(json.dumps(workers)) < SPEC_SIZE:
+    workers: list[Object] = []
+    size = 0
+    while size < SPEC_SIZE:
         i = len(workers)
         workers.append({'name': f'worker-{i:05d}', 'image': f'registry.example.com/team/worker:1.{i % 17}.{i % 5}',
                         'replicas': 1 + i % 3,
                         'resources': {'cpu': f'{100 + 10 * (i % 8)}m', 'memory': f'{128 << i % 4}Mi'},
                         'env': [{'name': 'LOG_LEVEL', 'value': 'info'}, {'name': 'SHARD', 'value': str(i)}]})
+        size += len(json.dumps(workers[-1], separators=(',', ':'))) + 1  # as the API server keeps it
     return {'revision': 0, 'workers': workers}
 
 
@@ -88,7 +93,7 @@ class Operator:
 
     def stop(self) -> str:
         assert self.process is not None
-        assert self.process.stop(timeout=60) == 0  # a cycle of a big object takes seconds on a busy machine
+        assert self.process.stop(timeout=TIMEOUT) == 0
         self.logs.append(self.process.log)
         self.process = None
         return self.logs[-1]
@@ -102,7 +107,7 @@ class Operator:
             """the handlers' calls"""
             calls = self.calls
             return calls if len(calls) >= count else None
-        return poll(enough, timeout=30)
+        return poll(enough, timeout=TIMEOUT)
 
     def create(self, spec: Object) -> None:
         kind = KINDS[self.plural.split('.')[0]]
@@ -151,11 +156,12 @@ def test_big_object_is_handled_once_per_change_and_after_a_restart(
     first = operator.start()
     try:
         assert operator.wait_for_calls(1) == ['create 0']
-        first.wait_for(FINISHED)
+        first.wait_for(FINISHED, timeout=TIMEOUT)
         for revision in [1, 2, 3]:
             operator.update(revision)
             assert operator.wait_for_calls(1 + revision)[-1] == f'update {revision - 1}->{revision}'
-            first.wait_for(FINISHED, count=1 + revision)
+            first.wait_for(FINISHED, count=1 + revision, timeout=TIMEOUT)
+        first.wait_for(IDLE, count=4, timeout=TIMEOUT)  # stopped when idle: each patch comes back as an event
     finally:
         log = operator.stop()
     essence = stored_essence(operator.get(), diffbase)
@@ -172,12 +178,15 @@ def test_big_object_is_handled_once_per_change_and_after_a_restart(
     # A new operator reads the diff-base back: nothing to do until the next change, which is an update.
     second = operator.start()
     try:
-        second.wait_for(NOOP)
+        second.wait_for(FINISHED, timeout=TIMEOUT)  # listed at the start: resumed, with no handlers to resume
+        assert len(operator.calls) == 4
         operator.update(4)
         assert operator.wait_for_calls(5)[-1] == 'update 3->4'
-        second.wait_for(FINISHED)
-        operator.kube.delete(operator.plural, 'obj', wait=True)
+        second.wait_for(FINISHED, count=2, timeout=TIMEOUT)
+        second.wait_for(IDLE, timeout=TIMEOUT)
+        operator.kube.delete(operator.plural, 'obj', wait=True, timeout=TIMEOUT)
         assert operator.wait_for_calls(6)[-1] == 'delete 4'
+        second.wait_for(GONE, timeout=TIMEOUT)
     finally:
         log = operator.stop()
     assert refusals(log) == [] and second.error_lines == []
@@ -193,11 +202,11 @@ def test_incompressible_big_object_is_said_once_per_change_and_does_not_loop(
     first = operator.start()
     try:
         assert operator.wait_for_calls(1) == ['create 0']
-        first.wait_for(FINISHED)
+        first.wait_for(FINISHED, timeout=TIMEOUT)
         for revision in [1, 2]:
             operator.update(revision)
             assert operator.wait_for_calls(1 + revision)[-1] == f'update {revision - 1}->{revision}'
-            first.wait_for(FINISHED, count=1 + revision)
+            first.wait_for(FINISHED, count=1 + revision, timeout=TIMEOUT)
     finally:
         log = operator.stop()
     obj = operator.get()
@@ -217,9 +226,10 @@ def test_incompressible_big_object_is_said_once_per_change_and_does_not_loop(
     second = operator.start()
     try:
         assert operator.wait_for_calls(4)[-1] == 'create 2'
-        second.wait_for(FINISHED)
-        operator.kube.delete(operator.plural, 'obj', wait=True)
+        second.wait_for(FINISHED, timeout=TIMEOUT)
+        operator.kube.delete(operator.plural, 'obj', wait=True, timeout=TIMEOUT)
         assert operator.wait_for_calls(5)[-1] == 'delete 2'
+        second.wait_for(GONE, timeout=TIMEOUT)
     finally:
         log = operator.stop()
     assert len(placements(log, 'WARNING')) == 1
