@@ -290,6 +290,12 @@ def test_multi_storage_places_in_each_storage() -> None:
     assert unpacked(patch['metadata']['annotations'][PACKED_KEY]) == essence
 
 
+def test_objects_with_null_annotations_are_measured() -> None:
+    body = bodies.Body({'metadata': {'name': 'obj', 'annotations': None}, 'spec': {}})
+    patch, _ = store(diffbase.AnnotationsDiffBaseStorage(), body, ESSENCE)
+    assert patch == {'metadata': {'annotations': {PLAIN_KEY: ESSENCE_JSON + '\n'}}}
+
+
 def test_placements_are_not_collected_outside_of_a_collector() -> None:
     patch = patches.Patch()
     diffbase.AnnotationsDiffBaseStorage().store(body=make_body(), patch=patch, essence=big_essence(300 * 1024))

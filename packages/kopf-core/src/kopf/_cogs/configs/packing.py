@@ -152,8 +152,8 @@ class Room:
         object_room = OBJECT_SIZE_LIMIT - merged_size(body, patch)
         if not annotations:
             return cls(annotations=None, object=object_room)
-        merged = {**(body.get('metadata') or {}).get('annotations', {}),
-                  **(patch.get('metadata') or {}).get('annotations', {})}
+        merged = {**((body.get('metadata') or {}).get('annotations') or {}),
+                  **((patch.get('metadata') or {}).get('annotations') or {})}
         annotations_room = ANNOTATIONS_SIZE_LIMIT - ANNOTATIONS_HEADROOM - annotations_size(merged)
         return cls(annotations=annotations_room, object=object_room)
 
