@@ -4,7 +4,8 @@ kopf-core's client protocol over the in-memory API, and the driver that plugs it
     api = MemoryApi()
     await kopf.operator(client=MemoryDriver(api), ...)
 
-The client behaves as kopf-client does towards the framework: the same errors
+The client behaves as kopf-client does towards the framework: no request
+without credentials in the vault (it waits for the login), the same errors
 for the same failures, deletion of an absent object is not an error, and a
 watch ends when its ``timeout_seconds`` is over (with a BOOKMARK 2 seconds
 before that, as the API server's watch cache sends it, if bookmarks are
@@ -25,22 +26,43 @@ _BOOKMARK_INTERVAL = 60.0  # without a timeout, as often as the API server's wat
 class MemoryClient:
     """An :class:`kopf.clients.ApiClient` that reads and writes a :class:`MemoryApi`."""
 
-    def __init__(self, api: MemoryApi, *, inactivity_timeout: Optional[float] = None) -> None:
+    def __init__(
+            self,
+            api: MemoryApi,
+            *,
+            vault: Optional[clients.Vault] = None,
+            inactivity_timeout: Optional[float] = None,
+    ) -> None:
         self.api = api
+        self._vault = vault
         self._inactivity_timeout = inactivity_timeout
         self._closed = False
 
+    async def _enter(self) -> None:
+        """
+        As kopf-client does before each request: refuse it after :meth:`close`, and
+        wait for the credentials in the vault (if given), failing with
+        :class:`kopf.LoginError` if the last login produced none.
+        """
+        if self._closed:
+            raise RuntimeError("The API client is closed and cannot make requests anymore.")
+        if self._vault is not None:
+            await self._vault.select()
+
     async def scan_resources(self, *, groups: Optional[Collection[str]] = None) -> Collection[clients.Resource]:
+        await self._enter()
         return self.api.scan(groups)
 
     async def get_object(self, resource: clients.Resource, *, namespace: clients.Namespace,
                          name: str) -> clients.RawBody:
+        await self._enter()
         return self.api.get(resource, namespace, name)
 
     async def list_objects(self, resource: clients.Resource, *, namespace: clients.Namespace,
                            limit: Optional[int] = None, continue_token: Optional[str] = None,
                            label_selector: Optional[str] = None, field_selector: Optional[str] = None,
                            shard_selector: Optional[str] = None) -> clients.ObjectPage:
+        await self._enter()
         items, resource_version, token = self.api.list(resource, namespace, limit=limit,
                                                        continue_token=continue_token, label_selector=label_selector,
                                                        field_selector=field_selector, shard_selector=shard_selector)
@@ -50,6 +72,7 @@ class MemoryClient:
 
     async def create_object(self, resource: clients.Resource, *, namespace: clients.Namespace,
                             body: Mapping[str, Any], backoffs: Optional[Iterable[float]] = None) -> clients.RawBody:
+        await self._enter()
         # The in-memory API never fails for the network, so it has nothing to retry: no back-offs to use.
         return self.api.create(resource, namespace, body)
 
@@ -57,10 +80,12 @@ class MemoryClient:
                            patch: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
                            patch_type: clients.PatchType = clients.PatchType.MERGE,
                            subresource: Optional[str] = None) -> clients.RawBody:
+        await self._enter()
         return self.api.patch(resource, namespace, name, patch, patch_type, subresource)
 
     async def delete_object(self, resource: clients.Resource, *, namespace: clients.Namespace, name: str,
                             propagation_policy: Optional[str] = None) -> None:
+        await self._enter()
         try:
             self.api.delete(resource, namespace, name, propagation_policy=propagation_policy)
         except clients.APINotFoundError:
@@ -71,6 +96,7 @@ class MemoryClient:
                             allow_bookmarks: bool = True, label_selector: Optional[str] = None,
                             field_selector: Optional[str] = None, shard_selector: Optional[str] = None,
                             send_initial_events: bool = False) -> AsyncIterator[clients.RawEvent]:
+        await self._enter()
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[clients.RawEvent] = asyncio.Queue()
         watcher = self.api.subscribe(resource, namespace, resource_version, loop, queue,
@@ -120,7 +146,7 @@ class MemoryDriver:
         self.api = api
 
     def create_client(self, *, vault: clients.Vault, settings: Any) -> MemoryClient:
-        return MemoryClient(self.api, inactivity_timeout=settings.watching.inactivity_timeout)
+        return MemoryClient(self.api, vault=vault, inactivity_timeout=settings.watching.inactivity_timeout)
 
     def default_login_fns(self) -> Sequence[Any]:
         return [login_to_memory]
