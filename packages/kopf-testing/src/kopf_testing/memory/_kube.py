@@ -34,6 +34,12 @@ class MemoryKube(KubeClient):
         self.namespace = namespace
 
     def apply_crd(self, *manifests: Manifest, timeout: float = 60) -> list[str]:
+        """
+        Apply CRDs (bodies or YAML files); return their names.
+
+        As on a real cluster, the CRDs are ``Established`` within the timeout (``kubectl wait``'s):
+        here, at once, so every timeout is met and nothing is waited for.
+        """
         names: list[str] = []
         crds = self.api.served_by_name('customresourcedefinitions').resource
         for body in _load_all(manifests):
