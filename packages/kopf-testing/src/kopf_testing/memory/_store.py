@@ -14,20 +14,15 @@ test may run in different threads (and event loops). Watchers get their events
 via their own loop's ``call_soon_threadsafe``, in the order of the changes.
 """
 import asyncio
-import base64
-import binascii
 import copy
-import dataclasses
-import datetime
-import json
-import secrets
 import threading
-import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from kopf import clients
+from kopf_testing.memory import _objects
 from kopf_testing.memory._errors import fail, unsupported
+from kopf_testing.memory._objects import Key, Object
 from kopf_testing.memory._patching import json_patch, merge_patch
 from kopf_testing.memory._resources import Served, builtin_resources, served_from_crd
 from kopf_testing.memory._schema import apply_schema, find_unknown_fields
@@ -38,48 +33,11 @@ from kopf_testing.memory._selectors import (
     parse_shard_selector,
     select,
 )
+from kopf_testing.memory._watches import Change, Watcher
 
-Object = dict[str, Any]
-Key = tuple[str, str, str, str]  # group, plural, namespace ('' if cluster-scoped), name
 _SYSTEM_NAMESPACES = ('default', 'kube-system', 'kube-public', 'kube-node-lease')
 _CRDS = ('apiextensions.k8s.io', 'customresourcedefinitions')
 _INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
-
-
-@dataclasses.dataclass(frozen=True)
-class _Change:
-    resource_version: int
-    key: Key
-    type: str  # ADDED, MODIFIED, DELETED
-    obj: Object  # as after the change (for DELETED: as deleted, with the deletion's resourceVersion)
-    previous: Optional[Object]  # as before the change (None if ADDED)
-
-
-@dataclasses.dataclass(eq=False)
-class Watcher:
-    served: Served
-    namespace: Optional[str]
-    loop: asyncio.AbstractEventLoop
-    queue: 'asyncio.Queue[clients.RawEvent]'
-    matches: Matcher = lambda obj: True  # the selectors of the watch request
-
-    def event_for(self, change: '_Change') -> Optional[clients.RawEvent]:
-        """
-        The event this watcher sees for a change, as the API server's watch cache filters it:
-        an object that starts matching the selectors is ADDED, one that stops matching is
-        DELETED (with its previous content and the change's resourceVersion).
-        """
-        now_in = change.type != 'DELETED' and self.matches(change.obj)
-        was_in = change.previous is not None and self.matches(change.previous)
-        if now_in:
-            return {'type': 'MODIFIED' if was_in else 'ADDED', 'object': copy.deepcopy(change.obj)}
-        if not was_in:
-            return None
-        if change.type == 'DELETED':
-            return {'type': 'DELETED', 'object': copy.deepcopy(change.obj)}
-        gone = copy.deepcopy(change.previous or change.obj)
-        gone['metadata']['resourceVersion'] = str(change.resource_version)
-        return {'type': 'DELETED', 'object': gone}
 
 
 class MemoryApi:
@@ -103,7 +61,7 @@ class MemoryApi:
         self._lock = threading.RLock()
         self._served: dict[tuple[str, str], Served] = {}
         self._objects: dict[Key, Object] = {}
-        self._history: list[_Change] = []
+        self._history: list[Change] = []
         self._watchers: list[Watcher] = []
         self._rv = first_resource_version
         self._oldest_watchable = first_resource_version
@@ -157,7 +115,11 @@ class MemoryApi:
         with self._lock:
             if namespace is not None and served.resource.namespaced is False:
                 fail(404, 'the server could not find the requested resource')
-            snapshot_rv, start = self._parse_continue(continue_token) if continue_token else (self._rv, None)
+            start: Optional[Key]
+            if continue_token:
+                snapshot_rv, start = _objects.parse_continue(continue_token, oldest=self._oldest_watchable)
+            else:
+                snapshot_rv, start = self._rv, None
             objects = self._snapshot(snapshot_rv)
             prefix = (served.resource.group, served.resource.plural)
             keys = sorted(key for key in objects if key[:2] == prefix and (namespace is None or key[2] == namespace)
@@ -167,7 +129,7 @@ class MemoryApi:
             # As the API server: more pages if any objects follow the page's last one, selected or not
             # (it stops reading at the limit, so it does not know whether the rest would be selected).
             more = bool(limit) and len(page) == limit and page[-1] != keys[-1]
-            token = self._make_continue(snapshot_rv, page[-1]) if more else None
+            token = _objects.make_continue(snapshot_rv, page[-1]) if more else None
             items = [copy.deepcopy(objects[key]) for key in page]  # with their kind, as kopf-client completes them
             return items, str(snapshot_rv), token
 
@@ -189,21 +151,6 @@ class MemoryApi:
                 objects[change.key] = change.previous
         return objects
 
-    def _make_continue(self, resource_version: int, key: Key) -> str:
-        raw = json.dumps({'rv': resource_version, 'start': list(key)}).encode()
-        return base64.urlsafe_b64encode(raw).decode()
-
-    def _parse_continue(self, token: str) -> tuple[int, Key]:
-        try:
-            parsed = json.loads(base64.urlsafe_b64decode(token.encode()))
-            resource_version, start = int(parsed['rv']), tuple(parsed['start'])
-        except (ValueError, KeyError, TypeError, binascii.Error):
-            fail(400, 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)')
-        if resource_version < self._oldest_watchable:
-            fail(410, 'The provided continue parameter is too old to display a consistent list result. '
-                      'You can start a new list without the continue parameter.', reason='Expired')
-        return resource_version, start
-
     # --- Writing ---
 
     def create(self, resource: clients.Resource, namespace: Optional[str], body: Mapping[str, Any], *,
@@ -213,16 +160,17 @@ class MemoryApi:
         if strict:
             self._reject_unknown_fields(served, body)
         with self._lock:
-            obj = self._prepare_new(served, namespace, copy.deepcopy(dict(body)))
+            obj = _objects.prepare_new(served, namespace, copy.deepcopy(dict(body)),
+                                      namespace_exists=('', 'namespaces', '', namespace or '') in self._objects)
             key = self._key(served, namespace, obj['metadata']['name'])
             if key in self._objects:
-                fail(409, f'{self._what(served)} "{key[3]}" already exists', reason='AlreadyExists',
+                fail(409, f'{_objects.describe(served)} "{key[3]}" already exists', reason='AlreadyExists',
                      name=key[3], group=served.resource.group, kind=served.resource.plural)
             if served.schema is not None:
                 obj = apply_schema(obj, served.schema)
             if (served.resource.group, served.resource.plural) == _CRDS:
                 new_served = served_from_crd(obj)  # refused before anything is stored, if unsupported
-                self._accept_crd(obj)
+                _objects.accept_crd(obj)
             self._record('ADDED', key, obj, None)
             if (served.resource.group, served.resource.plural) == _CRDS:
                 self._serve(new_served)
@@ -265,7 +213,7 @@ class MemoryApi:
             if 'deletionTimestamp' in old['metadata']:
                 return copy.deepcopy(old)
             new = copy.deepcopy(old)
-            new['metadata']['deletionTimestamp'] = _now()
+            new['metadata']['deletionTimestamp'] = _objects.now()
             new['metadata']['deletionGracePeriodSeconds'] = 0
             if served.has_generation:
                 new['metadata']['generation'] = old['metadata'].get('generation', 0) + 1
@@ -358,7 +306,7 @@ class MemoryApi:
     def _require(self, served: Served, namespace: Optional[str], name: str) -> Object:
         key = self._key(served, namespace, name)
         if key not in self._objects:
-            fail(404, f'{self._what(served)} "{name}" not found', name=name, group=served.resource.group,
+            fail(404, f'{_objects.describe(served)} "{name}" not found', name=name, group=served.resource.group,
                  kind=served.resource.plural)
         return self._objects[key]
 
@@ -369,76 +317,24 @@ class MemoryApi:
             fail(404, 'the server could not find the requested resource')
         return served.resource.group, served.resource.plural, namespace or '', name
 
-    @staticmethod
-    def _what(served: Served) -> str:
-        r = served.resource
-        return f'{r.plural}.{r.group}' if r.group else r.plural
-
-    def _prepare_new(self, served: Served, namespace: Optional[str], obj: Object) -> Object:
-        r = served.resource
-        if obj.get('kind') != r.kind or obj.get('apiVersion') != r.api_version:
-            fail(400, f'the API version and kind in the body ({obj.get("apiVersion")}, {obj.get("kind")}) '
-                      f'do not match the resource ({r.api_version}, {r.kind})')
-        meta = obj.setdefault('metadata', {})
-        if 'resourceVersion' in meta:
-            fail(500, 'resourceVersion should not be set on objects to be created', reason='InternalError')
-        if r.namespaced:
-            if meta.get('namespace', namespace) != namespace:
-                fail(400, 'the namespace of the provided object does not match the namespace sent on the request')
-            if namespace is not None and ('', 'namespaces', '', namespace) not in self._objects:
-                fail(404, f'namespaces "{namespace}" not found', name=namespace, kind='namespaces')
-            meta['namespace'] = namespace
-        else:
-            meta.pop('namespace', None)
-        if not meta.get('name'):
-            if not meta.get('generateName'):
-                fail(422, f'{r.kind}.{r.group} "" is invalid: metadata.name: Required value: '
-                          f'name or generateName is required')
-            meta['name'] = meta['generateName'] + secrets.token_hex(3)[:5]
-        for field in ('deletionTimestamp', 'deletionGracePeriodSeconds', 'uid', 'creationTimestamp', 'generation'):
-            meta.pop(field, None)
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now())
-        if served.has_generation:
-            meta['generation'] = 1
-        if served.has_status:
-            obj.pop('status', None)
-        if (r.group, r.plural) == ('', 'namespaces'):
-            meta.setdefault('labels', {})['kubernetes.io/metadata.name'] = meta['name']
-            obj['spec'] = {'finalizers': ['kubernetes']}
-            obj['status'] = {'phase': 'Active'}
-        return obj
-
-    def _accept_crd(self, crd: Object) -> None:
-        now = _now()
-        crd['status'] = {
-            'acceptedNames': crd['spec']['names'],
-            'storedVersions': [v['name'] for v in crd['spec']['versions'] if v.get('storage')],
-            'conditions': [
-                {'type': kind, 'status': 'True', 'lastTransitionTime': now, 'reason': reason, 'message': message}
-                for kind, reason, message in [
-                    ('NamesAccepted', 'NoConflicts', 'no conflicts found'),
-                    ('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
-                ]],
-        }
-
     def _update(self, served: Served, old: Object, new: Object, subresource: Optional[str]) -> Object:
         old_meta, new_meta = old['metadata'], new.setdefault('metadata', {})
         wanted_rv = new_meta.get('resourceVersion')
         if wanted_rv is not None and wanted_rv != old_meta['resourceVersion']:
-            fail(409, f'Operation cannot be fulfilled on {self._what(served)} "{old_meta["name"]}": the object '
+            fail(409, f'Operation cannot be fulfilled on {_objects.describe(served)} "{old_meta["name"]}": the object '
                       f'has been modified; please apply your changes to the latest version and try again')
         if subresource == 'status':  # only the status changes; everything else stays as it was
             new = {**copy.deepcopy(old), 'status': new['status']} if 'status' in new else \
                 {key: copy.deepcopy(value) for key, value in old.items() if key != 'status'}
         else:
-            new = self._keep_what_the_server_owns(served, old, new)
+            new = _objects.keep_what_the_server_owns(served, old, new)
         if served.schema is not None:
             new = apply_schema(new, served.schema)
         new_finalizers = set(new['metadata'].get('finalizers', [])) - set(old_meta.get('finalizers', []))
         if 'deletionTimestamp' in old_meta and new_finalizers:
             fail(422, f'{served.resource.kind}.{served.resource.group} "{old_meta["name"]}" is invalid: '
                       f'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted')
-        if served.has_generation and _spec_of(new, served) != _spec_of(old, served):
+        if served.has_generation and _objects.spec_of(new, served) != _objects.spec_of(old, served):
             new['metadata']['generation'] = old_meta.get('generation', 0) + 1
         if new == old:
             return old  # a no-op: nothing is written, the resourceVersion stays, no one is notified
@@ -447,24 +343,6 @@ class MemoryApi:
             self._remove(served, new, previous=old)
         else:
             self._record('MODIFIED', key, new, old)
-        return new
-
-    @staticmethod
-    def _keep_what_the_server_owns(served: Served, old: Object, new: Object) -> Object:
-        meta = new['metadata']
-        for field in ('uid', 'creationTimestamp', 'name', 'namespace', 'generation', 'resourceVersion',
-                      'deletionTimestamp', 'deletionGracePeriodSeconds'):
-            if field in old['metadata']:
-                meta[field] = old['metadata'][field]
-            else:
-                meta.pop(field, None)
-        for field in ('kind', 'apiVersion'):
-            new[field] = old[field]
-        if served.has_status:  # the main resource cannot change the status subresource
-            if 'status' in old:
-                new['status'] = copy.deepcopy(old['status'])
-            else:
-                new.pop('status', None)
         return new
 
     def _remove(self, served: Served, obj: Object, *, previous: Optional[Object] = None) -> None:
@@ -488,7 +366,7 @@ class MemoryApi:
             del self._objects[key]
         else:
             self._objects[key] = obj
-        change = _Change(self._rv, key, type, copy.deepcopy(obj), previous)
+        change = Change(self._rv, key, type, copy.deepcopy(obj), previous)
         self._history.append(change)
         for watcher in list(self._watchers):
             if self._is_watched(key, watcher.served, watcher.namespace):
@@ -499,13 +377,3 @@ class MemoryApi:
                     watcher.loop.call_soon_threadsafe(watcher.queue.put_nowait, event)
                 except RuntimeError:  # its event loop is closed: the watch is over
                     self._watchers.remove(watcher)
-
-
-def _spec_of(obj: Object, served: Served) -> Object:
-    """What ``generation`` counts changes of: all but metadata (and status, if it is a subresource)."""
-    skipped = {'metadata', 'status'} if served.has_status else {'metadata'}
-    return {key: value for key, value in obj.items() if key not in skipped}
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
