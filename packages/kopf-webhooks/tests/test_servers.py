@@ -7,16 +7,27 @@ Only the framework's function is a fake (see ``conftest.py``).
 """
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
+import dataclasses
+import datetime
+import ipaddress
 import logging
+import os
 import pathlib
 import socket
 import ssl
 import subprocess
-from typing import Any, Callable, Dict, Optional, Tuple
+import urllib.parse
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import aiohttp
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import kopf
 from kopf_webhooks import WebhookServer
@@ -50,9 +61,17 @@ async def test_server_url_uses_the_host_override(start: Any) -> None:
     assert client_config['url'].endswith('/admission')
 
 
-async def test_server_url_uses_localhost_when_listening_on_all_interfaces(start: Any) -> None:
-    client_config = await start(WebhookServer(addr='0.0.0.0'))
-    assert client_config['url'].startswith('https://localhost:')
+@pytest.mark.parametrize('addr, host', [
+    pytest.param('0.0.0.0', '127.0.0.1', id='ipv4'),
+    pytest.param('::', '[::1]', id='ipv6'),
+])
+async def test_server_url_uses_the_loopback_when_listening_on_all_interfaces(
+        start: Any, post: Any, addr: str, host: str,
+) -> None:
+    client_config = await start(WebhookServer(addr=addr))
+    assert client_config['url'].startswith(f'https://{host}:')
+    reply = await post(client_config)
+    assert reply.status == 200
 
 
 @pytest.mark.parametrize('loopback', [
@@ -118,42 +137,157 @@ async def test_self_signed_key_is_encrypted_with_the_password(start: Any, post: 
     assert reply.status == 200
 
 
-async def test_given_cadata_is_reported_as_the_ca_bundle(start: Any) -> None:
-    client_config = await start(WebhookServer(addr='127.0.0.1', cadata=b'-----FAKE CA-----'))
-    assert base64.b64decode(client_config['caBundle']) == b'-----FAKE CA-----'
+@dataclasses.dataclass(frozen=True)
+class CertificateAuthority:
+    """A CA that issues server certificates, e.g. renewed ones that the same CA bundle verifies."""
+    cert: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+    @classmethod
+    def create(cls, name: str = 'Test CA') -> CertificateAuthority:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, encipher_only=False, decipher_only=False),
+                           critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(cert=cert, key=key)
+
+    @property
+    def pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def issue(self, *hostnames: str) -> Tuple[bytes, bytes]:
+        """A server certificate for the hostnames: the chain (it & the CA) and its key, both PEM."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        sans: List[x509.GeneralName] = []
+        for hostname in hostnames:
+            try:
+                sans.append(x509.IPAddress(ipaddress.ip_address(hostname)))
+            except ValueError:
+                sans.append(x509.DNSName(hostname))
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostnames[0])]))
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
+            .sign(self.key, hashes.SHA256())
+        )
+        chain = cert.public_bytes(serialization.Encoding.PEM) + self.pem
+        pkey = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+        return chain, pkey
 
 
-async def test_given_cafile_is_reported_as_the_ca_bundle(start: Any, tmp_path: pathlib.Path) -> None:
-    cafile = tmp_path / 'ca.pem'
-    cafile.write_bytes(b'-----FAKE CA-----')
-    client_config = await start(WebhookServer(addr='127.0.0.1', cafile=cafile))
-    assert base64.b64decode(client_config['caBundle']) == b'-----FAKE CA-----'
+async def get_presented_certificate(client_config: kopf.WebhookClientConfig, cadata: bytes) -> x509.Certificate:
+    """The certificate that the server presents to a new TLS connection (verified by the given CA)."""
+    url = urllib.parse.urlsplit(client_config.get('url') or '')
+    context = ssl.create_default_context(cadata=cadata.decode('ascii'))
+    _, writer = await asyncio.open_connection(url.hostname, url.port, ssl=context, server_hostname=url.hostname)
+    try:
+        der = writer.get_extra_info('ssl_object').getpeercert(binary_form=True)
+    finally:
+        writer.close()
+    return x509.load_der_x509_certificate(der)
 
 
-async def test_given_certificate_is_served_and_no_ca_is_reported(
-        start: Any, post: Any, tmp_path: pathlib.Path,
-) -> None:
-    cert, pkey = WebhookServer.build_certificate(['localhost'], 'secret')
-    (tmp_path / 'cert.pem').write_bytes(cert)
+def first_certificate(chain: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificates(chain)[0]
+
+
+def write_certificate(tmp_path: pathlib.Path, chain: bytes, pkey: bytes, ca: Optional[bytes] = None) -> Dict[str, Any]:
+    """Write the files as a mounted secret would have them; return the server's options for them."""
+    (tmp_path / 'cert.pem').write_bytes(chain)
     (tmp_path / 'pkey.pem').write_bytes(pkey)
-    server = WebhookServer(
-        addr='127.0.0.1', host='localhost', password='secret',
-        certfile=tmp_path / 'cert.pem', pkeyfile=tmp_path / 'pkey.pem',
-    )
-    client_config = await start(server)
-    assert 'caBundle' not in client_config  # the default trust chain is assumed
-    reply = await post(client_config, context=ssl.create_default_context(cadata=cert.decode('ascii')))
+    options: Dict[str, Any] = {'certfile': tmp_path / 'cert.pem', 'pkeyfile': tmp_path / 'pkey.pem'}
+    if ca is not None:
+        (tmp_path / 'ca.pem').write_bytes(ca)
+        options['cafile'] = tmp_path / 'ca.pem'
+    return options
+
+
+@pytest.mark.parametrize('source', ['cadata', 'cafile'])
+async def test_given_ca_bundle_is_reported_with_a_given_certificate(
+        start: Any, post: Any, tmp_path: pathlib.Path, source: str,
+) -> None:
+    ca = CertificateAuthority.create()
+    chain, pkey = ca.issue('localhost')
+    options = write_certificate(tmp_path, chain, pkey, ca=ca.pem)
+    if source == 'cadata':
+        options['cadata'] = ca.pem
+        del options['cafile']
+    client_config = await start(WebhookServer(addr='127.0.0.1', host='localhost', **options))
+    assert base64.b64decode(client_config['caBundle']) == ca.pem
+    reply = await post(client_config)  # trusting the reported CA only
     assert reply.status == 200
 
 
-async def test_given_context_is_used_as_is(start: Any, post: Any, tmp_path: pathlib.Path) -> None:
-    cert, pkey = WebhookServer.build_certificate(['localhost'])
-    (tmp_path / 'cert.pem').write_bytes(cert)
-    (tmp_path / 'pkey.pem').write_bytes(pkey)
+async def test_given_certificate_is_served_and_reported_as_the_ca_bundle_without_one(
+        start: Any, post: Any, tmp_path: pathlib.Path,
+) -> None:
+    # As in Kopf: the certificate file (here, the chain with its CA) verifies itself.
+    cert, pkey = WebhookServer.build_certificate(['localhost'], 'secret')
+    options = write_certificate(tmp_path, cert, pkey)
+    client_config = await start(WebhookServer(addr='127.0.0.1', host='localhost', password='secret', **options))
+    assert base64.b64decode(client_config['caBundle']) == cert
+    reply = await post(client_config)  # trusting the reported bundle only
+    assert reply.status == 200
+
+
+async def test_given_ca_bundle_is_not_reported_with_a_generated_certificate(
+        start: Any, post: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As in Kopf: only the generated CA can verify the generated certificate; the given one is not reported.
+    with caplog.at_level(logging.WARNING, logger='kopf.webhooks'):
+        client_config = await start(WebhookServer(addr='127.0.0.1', cadata=b'-----FAKE CA-----'))
+    assert base64.b64decode(client_config['caBundle']).startswith(b'-----BEGIN CERTIFICATE-----')
+    reply = await post(client_config)
+    assert reply.status == 200
+    assert [record.getMessage() for record in caplog.records] == [
+        "The generated certificate is verified by its generated CA: it goes to the webhooks' caBundle "
+        "instead of the given cadata/cafile (provide certfile & pkeyfile to use those)."]
+
+
+async def test_given_context_gets_the_given_certificate(start: Any, post: Any, tmp_path: pathlib.Path) -> None:
+    # As in Kopf: the context is what the server starts with; its own settings (here, TLS 1.3 only) stay.
+    ca = CertificateAuthority.create()
+    chain, pkey = ca.issue('localhost')
+    options = write_certificate(tmp_path, chain, pkey, ca=ca.pem)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(tmp_path / 'cert.pem', tmp_path / 'pkey.pem')
-    client_config = await start(WebhookServer(addr='127.0.0.1', host='localhost', context=context))
-    reply = await post(client_config, context=ssl.create_default_context(cadata=cert.decode('ascii')))
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    client_config = await start(WebhookServer(addr='127.0.0.1', host='localhost', context=context, **options))
+    reply = await post(client_config)
+    assert reply.status == 200
+    old_client = ssl.create_default_context(cadata=ca.pem.decode('ascii'))
+    old_client.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises(aiohttp.ClientError):
+        await post(client_config, context=old_client)
+
+
+async def test_given_context_gets_a_generated_certificate_without_a_given_one(start: Any, post: Any) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    client_config = await start(WebhookServer(addr='127.0.0.1', context=context))
+    reply = await post(client_config)  # trusting the generated CA, as reported
     assert reply.status == 200
 
 
@@ -282,15 +416,44 @@ async def test_unverifiable_client_certificates_are_rejected(
     assert fn.calls == []
 
 
-async def test_client_certificates_are_required_in_the_required_mode(
-        start: Any, post: Any, fn: Any, client_certificate: Tuple[bytes, bytes],
+@pytest.mark.parametrize('verify_mode', [
+    pytest.param(None, id='default'),
+    pytest.param(ssl.CERT_REQUIRED, id='required'),
+])
+@pytest.mark.parametrize('source', ['cadata', 'cafile', 'capath'])
+async def test_clients_without_certificates_are_refused_when_a_client_ca_is_given(
+        start: Any, post: Any, fn: Any, tmp_path: pathlib.Path, source: str,
+        verify_mode: Optional[ssl.VerifyMode], client_certificate: Tuple[bytes, bytes],
 ) -> None:
     cert, _ = client_certificate
-    server = WebhookServer(addr='127.0.0.1', verify_cadata=cert.decode('ascii'), verify_mode=ssl.CERT_REQUIRED)
-    client_config = await start(server)
+    options = client_ca_options(source, cert, tmp_path)
+    client_config = await start(WebhookServer(addr='127.0.0.1', verify_mode=verify_mode, **options))
     with pytest.raises(aiohttp.ClientError):
         await post(client_config, '/validate1')  # without a client certificate
     assert fn.calls == []
+
+
+@pytest.mark.parametrize('verify_mode', [
+    pytest.param(ssl.CERT_OPTIONAL, id='optional'),
+    pytest.param(ssl.CERT_NONE, id='none-as-optional'),  # as in Kopf
+])
+async def test_clients_without_certificates_are_served_when_allowed_explicitly(
+        start: Any, post: Any, fn: Any, tmp_path: pathlib.Path, verify_mode: ssl.VerifyMode,
+        client_certificate: Tuple[bytes, bytes],
+        trusting: Callable[[kopf.WebhookClientConfig], ssl.SSLContext],
+) -> None:
+    cert, pkey = client_certificate
+    (tmp_path / 'client-cert.pem').write_bytes(cert)
+    (tmp_path / 'client-key.pem').write_bytes(pkey)
+    server = WebhookServer(addr='127.0.0.1', verify_cadata=cert.decode('ascii'), verify_mode=verify_mode)
+    client_config = await start(server)
+    anonymous = await post(client_config, '/validate1')
+    context = trusting(client_config)
+    context.load_cert_chain(tmp_path / 'client-cert.pem', tmp_path / 'client-key.pem')
+    identified = await post(client_config, '/validate1', context=context)
+    assert (anonymous.status, identified.status) == (200, 200)
+    assert fn.calls[0]['sslpeer'] is None
+    assert fn.calls[1]['sslpeer']['subject'] == ((('commonName', 'Example Common Name'),),)
 
 
 @pytest.mark.parametrize('data', [
@@ -358,3 +521,160 @@ async def test_server_stops_listening_when_its_context_is_exited(fn: Any) -> Non
     async with aiohttp.ClientSession() as session:
         with pytest.raises(aiohttp.ClientConnectorError):
             await session.post(client_config.get('url') or '', data=b'{}')
+
+
+def test_file_check_interval_is_a_minute_by_default() -> None:
+    assert WebhookServer().file_check_interval == 60.0
+
+
+@pytest.mark.parametrize('interval', [0, -1, float('nan')])
+def test_file_check_interval_must_be_positive(interval: float) -> None:
+    with pytest.raises(ValueError, match=r"file_check_interval"):
+        WebhookServer(file_check_interval=interval)
+
+
+def replace_file(path: pathlib.Path, content: bytes) -> None:
+    """Replace the file atomically, as the kubelet updates the mounted secrets (a swap, not a rewrite)."""
+    temporary = path.with_name(path.name + '.new')
+    temporary.write_bytes(content)
+    os.replace(temporary, path)
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await condition():
+        assert asyncio.get_running_loop().time() < deadline, "The condition was not met in time."
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def serving(server: WebhookServer, fn: Any) -> AsyncIterator[Tuple[kopf.WebhookClientConfig, asyncio.Task[Any]]]:
+    """
+    Serve as the operator does: iterate the server all the time, so that it follows its files.
+
+    Yields the first client config and the task that awaits the next one.
+    """
+    async with server:
+        generator = server(fn)
+        client_config = await generator.__anext__()
+        following = asyncio.create_task(generator.__anext__())
+        try:
+            yield client_config, following
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await following
+
+
+async def test_renewed_certificate_is_served_to_new_connections(
+        post: Any, fn: Any, tmp_path: pathlib.Path, review: Dict[str, Any],
+) -> None:
+    ca = CertificateAuthority.create()
+    old_chain, old_pkey = ca.issue('127.0.0.1')
+    new_chain, new_pkey = ca.issue('127.0.0.1')
+    options = write_certificate(tmp_path, old_chain, old_pkey, ca=ca.pem)
+    server = WebhookServer(addr='127.0.0.1', file_check_interval=0.1, **options)
+    async with serving(server, fn) as (client_config, following):
+        assert await get_presented_certificate(client_config, ca.pem) == first_certificate(old_chain)
+        async with aiohttp.ClientSession() as session:  # a connection made before the renewal
+            context = ssl.create_default_context(cadata=ca.pem.decode('ascii'))
+            url = (client_config.get('url') or '') + '/validate1'
+            async with session.post(url, json=review, ssl=context) as response:
+                assert response.status == 200
+
+            replace_file(tmp_path / 'pkey.pem', new_pkey)
+            replace_file(tmp_path / 'cert.pem', new_chain)
+
+            async def renewed() -> bool:
+                return bool(await get_presented_certificate(client_config, ca.pem) == first_certificate(new_chain))
+            await wait_for(renewed)
+
+            async with session.post(url, json=review, ssl=context) as response:  # the old connection, kept alive
+                assert response.status == 200
+            assert len(session.connector._conns) == 1  # type: ignore[union-attr]  # the same one, reused
+        assert not following.done()  # the same CA bundle: nothing to reconfigure
+
+
+async def test_renewed_ca_bundle_is_yielded_in_a_new_client_config(
+        post: Any, fn: Any, tmp_path: pathlib.Path,
+) -> None:
+    old_ca, new_ca = CertificateAuthority.create('Old CA'), CertificateAuthority.create('New CA')
+    old_chain, old_pkey = old_ca.issue('127.0.0.1')
+    options = write_certificate(tmp_path, old_chain, old_pkey, ca=old_ca.pem)
+    server = WebhookServer(addr='127.0.0.1', file_check_interval=0.1, cadump=tmp_path / 'dump.pem', **options)
+    async with serving(server, fn) as (client_config, following):
+        assert base64.b64decode(client_config['caBundle']) == old_ca.pem
+        new_chain, new_pkey = new_ca.issue('127.0.0.1')
+        replace_file(tmp_path / 'ca.pem', new_ca.pem)
+        replace_file(tmp_path / 'pkey.pem', new_pkey)
+        replace_file(tmp_path / 'cert.pem', new_chain)
+        renewed_config = await asyncio.wait_for(following, timeout=10)
+        assert renewed_config['url'] == client_config['url']
+        assert base64.b64decode(renewed_config['caBundle']) == new_ca.pem
+        assert (tmp_path / 'dump.pem').read_bytes() == new_ca.pem
+        reply = await post(renewed_config)  # trusting the new CA only
+        assert reply.status == 200
+
+
+async def test_renewed_ca_bundle_of_an_insecure_server_is_yielded(fn: Any, tmp_path: pathlib.Path) -> None:
+    (tmp_path / 'ca.pem').write_bytes(b'-----OLD CA-----')
+    server = WebhookServer(addr='127.0.0.1', insecure=True, cafile=tmp_path / 'ca.pem', file_check_interval=0.1)
+    async with serving(server, fn) as (client_config, following):
+        replace_file(tmp_path / 'ca.pem', b'-----NEW CA-----')
+        renewed_config = await asyncio.wait_for(following, timeout=10)
+        assert base64.b64decode(client_config['caBundle']) == b'-----OLD CA-----'
+        assert base64.b64decode(renewed_config['caBundle']) == b'-----NEW CA-----'
+
+
+async def test_unloadable_certificate_files_leave_the_previous_certificate_served(
+        fn: Any, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    ca = CertificateAuthority.create()
+    old_chain, old_pkey = ca.issue('127.0.0.1')
+    new_chain, new_pkey = ca.issue('127.0.0.1')
+    options = write_certificate(tmp_path, old_chain, old_pkey, ca=ca.pem)
+    server = WebhookServer(addr='127.0.0.1', file_check_interval=0.1, **options)
+    with caplog.at_level(logging.WARNING, logger='kopf.webhooks'):
+        async with serving(server, fn) as (client_config, following):
+            replace_file(tmp_path / 'cert.pem', new_chain)  # but the old key: a mismatching pair for now
+
+            async def warned() -> bool:
+                return len(caplog.records) > 0
+            await wait_for(warned)
+            await asyncio.sleep(0.5)  # several checks
+            assert await get_presented_certificate(client_config, ca.pem) == first_certificate(old_chain)
+
+            (tmp_path / 'cert.pem').unlink()  # e.g. in the middle of a non-atomic update
+            await asyncio.sleep(0.5)  # several checks
+            assert await get_presented_certificate(client_config, ca.pem) == first_certificate(old_chain)
+
+            replace_file(tmp_path / 'pkey.pem', new_pkey)
+            replace_file(tmp_path / 'cert.pem', new_chain)
+
+            async def renewed() -> bool:
+                return bool(await get_presented_certificate(client_config, ca.pem) == first_certificate(new_chain))
+            await wait_for(renewed)
+            assert not following.done()
+
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 2  # once per problem, not at every check
+    assert messages[0].startswith("The changed certificate files of the webhook server cannot be loaded: ")
+    assert messages[1].startswith("The webhook server's certificate files cannot be read: ")
+    assert all(message.endswith("; the previous certificate is still served.") for message in messages)
+
+
+async def test_generated_certificates_have_no_files_to_follow(fn: Any) -> None:
+    server = WebhookServer(addr='127.0.0.1', file_check_interval=0.01)
+    async with serving(server, fn) as (_, following):
+        await asyncio.sleep(0.2)
+        assert not following.done()
+
+
+async def test_unused_options_of_the_insecure_mode_are_reported(
+        start: Any, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = WebhookServer(addr='127.0.0.1', insecure=True, verify_mode=ssl.CERT_REQUIRED, password='x')
+    with caplog.at_level(logging.WARNING, logger='kopf.webhooks'):
+        await start(server)
+    assert [record.getMessage() for record in caplog.records] == [
+        "The insecure webhook server (plain HTTP) uses no password, verify_mode."]

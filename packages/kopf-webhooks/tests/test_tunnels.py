@@ -7,7 +7,10 @@ The local endpoints behind the tunnels are real servers on 127.0.0.1.
 """
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import pathlib
+import socket
 import sys
 import types
 import urllib.parse
@@ -85,9 +88,22 @@ def k3d_cluster(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.usefixtures('no_pyngrok')
-def test_ngrok_without_pyngrok_explains_what_to_install() -> None:
-    with pytest.raises(MissingDependencyError, match=r"pip install kopf-webhooks\[ngrok\]"):
-        WebhookNgrokTunnel()
+def test_ngrok_tunnel_is_constructed_without_pyngrok() -> None:
+    # E.g. an operator that builds several servers & tunnels and uses one, as chosen by its settings.
+    tunnel = WebhookNgrokTunnel(addr='127.0.0.1', port=12345, path='/xyz',
+                                token='tkn', region='eu', binary='/bin/ngrok')
+    assert (tunnel.addr, tunnel.port, tunnel.path) == ('127.0.0.1', 12345, '/xyz')
+    assert (tunnel.token, tunnel.region, tunnel.binary) == ('tkn', 'eu', '/bin/ngrok')
+
+
+@pytest.mark.usefixtures('no_pyngrok')
+async def test_ngrok_without_pyngrok_explains_what_to_install_when_started(start: Any) -> None:
+    tunnel = WebhookNgrokTunnel()
+    with pytest.raises(MissingDependencyError) as err:
+        await start(tunnel)
+    assert str(err.value) == (
+        "Ngrok tunnels need the 'pyngrok' library. Install it with: pip install kopf-webhooks[ngrok]. "
+        "Alternatively, use a local server, e.g. kopf.WebhookAutoServer().")
 
 
 @pytest.mark.parametrize('public_url', [
@@ -113,11 +129,51 @@ async def test_ngrok_tunnels_to_a_local_insecure_server(
     assert [call['webhook'] for call in fn.calls] == ['validate1']
 
 
+def addresses_of_other_interfaces() -> List[str]:
+    """The machine's own addresses other than the loopback, to connect to as a remote client would."""
+    addresses = set()
+    for _, _, _, _, sockaddr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+        addresses.add(str(sockaddr[0]))
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(('192.0.2.1', 9))  # no packets are sent: only the route (and the source address) is chosen
+        addresses.add(sock.getsockname()[0])
+    return sorted(address for address in addresses if not ipaddress.ip_address(address).is_loopback)
+
+
+@pytest.mark.parametrize('auto', [False, True], ids=['ngrok', 'auto'])
+@pytest.mark.usefixtures('unknown_cluster')
+async def test_ngrok_local_server_listens_only_on_the_loopback_by_default(
+        start: Any, pyngrok: FakeNgrok, auto: bool,
+) -> None:
+    await start(WebhookAutoTunnel() if auto else WebhookNgrokTunnel())
+    [(addr, _)] = pyngrok.connected
+    host, port = addr.rsplit(':', 1)
+    assert host == '127.0.0.1'
+    with socket.create_connection(('127.0.0.1', int(port)), timeout=5):
+        pass
+    others = addresses_of_other_interfaces()
+    if not others:
+        pytest.skip("This machine has no network interfaces but the loopback.")
+    for other in others:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((other, int(port)), timeout=5).close()
+
+
+async def test_ngrok_local_server_listens_where_told_explicitly(start: Any, pyngrok: FakeNgrok) -> None:
+    await start(WebhookNgrokTunnel(addr='0.0.0.0'))
+    [(addr, _)] = pyngrok.connected
+    _, port = addr.rsplit(':', 1)
+    for other in addresses_of_other_interfaces():
+        with socket.create_connection((other, int(port)), timeout=5):
+            pass
+
+
 @pytest.mark.parametrize('kwargs, config', [
     pytest.param({}, {}, id='defaults'),
     pytest.param({'token': 'tkn'}, {'auth_token': 'tkn'}, id='token'),
     pytest.param({'region': 'eu'}, {'region': 'eu'}, id='region'),
     pytest.param({'binary': '/usr/bin/ngrok'}, {'ngrok_path': '/usr/bin/ngrok'}, id='binary'),
+    pytest.param({'binary': pathlib.Path('/usr/bin/ngrok')}, {'ngrok_path': '/usr/bin/ngrok'}, id='binary-path'),
 ])
 async def test_ngrok_options_go_to_pyngrok(
         start: Any, pyngrok: FakeNgrok, kwargs: Dict[str, Any], config: Dict[str, Any],
@@ -160,8 +216,6 @@ async def test_auto_tunnel_tunnels_via_ngrok_for_an_unknown_cluster(start: Any, 
 async def test_auto_tunnel_without_pyngrok_explains_what_to_install(start: Any) -> None:
     with pytest.raises(MissingDependencyError, match=r"pip install kopf-webhooks\[ngrok\]"):
         await start(WebhookAutoTunnel(addr='127.0.0.1'))
-
-
 
 
 async def test_ngrok_without_a_binary_explains_the_options(start: Any, pyngrok: FakeNgrok) -> None:

@@ -7,18 +7,25 @@ rest of the path after the server's root. A request to the root itself runs all 
 admission handlers (e.g. a manual ``curl`` for debugging).
 
 Only transport-level problems are the server's business: a body that is not an
-admission review (not JSON, too large, or refused by the framework's function
-with a ``ValueError``) is answered with ``400 Bad Request`` and the reason; any
-other failure of the framework's function with ``500 Internal Server Error``. The verdicts of the
-handlers, including denials, travel inside a successful admission review.
+admission review (not JSON, too large, nested too deeply, or refused by the
+framework's function with a ``ValueError``) is answered with ``400 Bad Request``
+and the reason; a body that does not arrive in time with ``408 Request Timeout``
+(and the connection is closed); any other failure of the framework's function
+with ``500 Internal Server Error``. The verdicts of the handlers, including
+denials, travel inside a successful admission review.
+
+The body is parsed with :class:`~kopf_webhooks._parsing.JsonParser`: large
+bodies in slices, so that the operator's other tasks go on meanwhile.
 """
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional
 
 import aiohttp.web
+
+from kopf_webhooks import _parsing
 
 if TYPE_CHECKING:
     from kopf import WebhookFn
@@ -31,17 +38,18 @@ MAX_REVIEW_SIZE = 8 * 1024 * 1024
 Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
 
 
-def build_handler(fn: WebhookFn) -> Handler:
+def build_handler(fn: WebhookFn, *, parser: _parsing.JsonParser, body_timeout: float) -> Handler:
     """
     Make an aiohttp handler for the admission reviews.
 
     The route's ``webhook`` part is the rest of the path after the root path
     (URL-decoded by aiohttp); it is absent or empty for the root itself.
+    The body must arrive within ``body_timeout`` seconds after the head.
     """
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         webhook = request.match_info.get('webhook', '').strip('/') or None
-        payload = await _parse_review(request)
+        payload = await _parse_review(request, parser=parser, body_timeout=body_timeout)
         try:
             response = await fn(
                 payload,
@@ -51,6 +59,9 @@ def build_handler(fn: WebhookFn) -> Handler:
             )
         except ValueError as e:  # the framework's verdict on the payload: a malformed review
             raise aiohttp.web.HTTPBadRequest(text=f"The admission review is malformed: {e}") from e
+        except RecursionError as e:  # the framework's recursive processing of a deeply nested review
+            logger.error(f"Admission request to {request.path!r} is nested too deeply to be served.")
+            raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
         except Exception as e:
             logger.exception(f"Admission request to {request.path!r} failed to be served.")
             raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
@@ -59,15 +70,22 @@ def build_handler(fn: WebhookFn) -> Handler:
     return handle
 
 
-async def _parse_review(request: aiohttp.web.Request) -> Any:
+async def _parse_review(request: aiohttp.web.Request, *, parser: _parsing.JsonParser, body_timeout: float) -> Any:
     try:
-        raw = await request.read()
+        raw = await asyncio.wait_for(request.read(), timeout=body_timeout)
     except aiohttp.web.HTTPRequestEntityTooLarge as e:
         raise aiohttp.web.HTTPBadRequest(
             text=f"The admission review is larger than the limit of {request.client_max_size} bytes.") from e
+    except asyncio.TimeoutError as e:
+        logger.debug(f"Dropping the connection from {request.remote}: no complete body "
+                     f"within {body_timeout} seconds.")
+        timeout = aiohttp.web.HTTPRequestTimeout(
+            text=f"The admission review did not arrive within {body_timeout} seconds.")
+        timeout.force_close()  # the rest of the body is not awaited
+        raise timeout from e
     try:
-        payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        payload = await parser.parse(raw)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, NestingTooDeepError are ValueErrors
         raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
     if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):
         raise aiohttp.web.HTTPBadRequest(text="The admission review must be a JSON object with a 'request' object.")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
+import hashlib
 import ipaddress
 import logging
 import os
@@ -23,14 +25,16 @@ import pathlib
 import socket
 import ssl
 import tempfile
-from typing import TYPE_CHECKING, AsyncGenerator, Collection, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, AsyncGenerator, Iterable, Iterator, List, Optional, Union
 
 import aiohttp.web
 
-from kopf_webhooks import _certs, _contexts, _requests
+from kopf_webhooks import _certs, _connections, _contexts, _parsing, _requests
 
 if TYPE_CHECKING:
     from kopf import WebhookClientConfig, WebhookFn
+
+StrPath = Union[str, 'os.PathLike[str]']
 
 logger = logging.getLogger('kopf.webhooks')
 
@@ -39,6 +43,10 @@ logger = logging.getLogger('kopf.webhooks')
 # gives a pod to stop. (The API server keeps its connections open and may go on sending reviews.)
 SHUTDOWN_TIMEOUT = 10.0
 
+# How long a connection is kept open to read and drop the unread rest of a body, once the response is sent
+# (e.g. after a timeout or an oversized body), so that the client gets the response rather than a reset.
+LINGERING_TIME = 2.0
+
 
 class WebhookServer(_contexts.WebhookContextManager):
     """
@@ -46,49 +54,76 @@ class WebhookServer(_contexts.WebhookContextManager):
 
     ``addr:port`` is where to listen: all interfaces and a free port by default.
     ``path`` is the root path of the webhooks. ``host`` overrides the hostname
-    in the webhook URLs; by default, it is ``addr`` (or ``localhost``).
+    in the webhook URLs; by default, it is ``addr`` (``127.0.0.1``/``::1`` for
+    all interfaces, ``localhost`` if none).
 
     Kubernetes accepts only HTTPS, so that is the default. ``certfile`` &
     ``pkeyfile`` (with an optional ``password``) are the server's certificate;
     without them, one is generated for the host, ``addr``, ``localhost``,
     ``127.0.0.1`` and ``extra_sans``, signed by a generated CA (the key is
-    encrypted with the ``password`` if given). ``context`` replaces
-    all of that with a ready SSL context.
+    encrypted with the ``password`` if given). ``context`` is the SSL context
+    to start with (e.g. with its own protocols & ciphers): the certificate and
+    the client verification are loaded into it, as into the default one.
 
     ``cadata``/``cafile`` is the CA bundle for the clients (the apiservers) to
-    verify this server, not used by the server itself; by default, it is the
-    generated CA, or none at all for the provided certificates (the
-    default trust chain is assumed then). ``cadump`` is a path to save that
+    verify this server, not used by the server itself. Without them, it is the
+    ``certfile`` itself (its chain), as in Kopf; for a generated certificate,
+    it is always the generated CA. ``cadump`` is a path to save that
     CA bundle to, e.g. for ``curl --cacert``.
 
+    ``certfile``, ``pkeyfile`` and ``cafile`` are re-read every
+    ``file_check_interval`` seconds (60 by default). When they change (e.g.
+    renewed by cert-manager), the new certificate is loaded into the server's
+    SSL context: new connections get it, the established ones keep the old one,
+    the server keeps listening. If the CA bundle for the clients changes, a new
+    client config is yielded, so that the managed webhook configurations get it.
+    Files that cannot be loaded (e.g. half-written) are tried again at the next
+    check; meanwhile, the previous certificate is served.
+
     ``verify_mode``, ``verify_cafile``, ``verify_capath``, ``verify_cadata`` go
-    into the SSL context to verify the clients' certificates if the clients
-    present them (``ssl.CERT_OPTIONAL`` when any CA is given); the verified
-    certificates reach the handlers as ``sslpeer``.
+    into the SSL context to verify the clients' certificates; the verified
+    certificates reach the handlers as ``sslpeer``. With a CA for the clients,
+    only the clients with a certificate that it verifies are served
+    (``ssl.CERT_REQUIRED``); ``verify_mode=ssl.CERT_OPTIONAL`` serves the
+    clients without certificates too (Kopf's default), with ``sslpeer=None``;
+    ``ssl.CERT_NONE`` with a CA is taken as ``ssl.CERT_OPTIONAL``, as in Kopf.
 
     ``insecure=True`` serves plain HTTP: Kubernetes will not use it, but it is
     fine for ``curl`` or as a local endpoint of an HTTPS tunnel.
+
+    The clients' connections are limited in time (class attributes, which
+    can be changed on the class or on an instance before it serves):
+    ``head_timeout`` for the TLS handshake and then for each request's line and
+    headers, ``body_timeout`` for each request's body after its headers,
+    ``idle_timeout`` for a kept-alive connection between the requests.
+    A body is at most 8 MiB, nested at most 1,000 levels deep.
     """
 
     DEFAULT_HOST: Optional[str] = None  # the hostname for the URLs & certificates, if not ``host``
+
+    # The time limits of the clients' connections, in seconds (see the class's docstring).
+    head_timeout: float = 5.0
+    body_timeout: float = 30.0  # as long as the apiservers wait for a review at most
+    idle_timeout: float = 60.0
 
     addr: Optional[str]
     port: Optional[int]
     path: Optional[str]
     host: Optional[str]
     cadata: Optional[bytes]
-    cafile: Optional[os.PathLike[str] | str]
-    cadump: Optional[os.PathLike[str] | str]
+    cafile: Optional[StrPath]
+    cadump: Optional[StrPath]
     context: Optional[ssl.SSLContext]
     insecure: bool
-    certfile: Optional[os.PathLike[str] | str]
-    pkeyfile: Optional[os.PathLike[str] | str]
+    certfile: Optional[StrPath]
+    pkeyfile: Optional[StrPath]
     password: Optional[str]
-    extra_sans: Collection[str]
+    extra_sans: Iterable[str]
     verify_mode: Optional[ssl.VerifyMode]
-    verify_cafile: Optional[os.PathLike[str] | str]
-    verify_capath: Optional[os.PathLike[str] | str]
+    verify_cafile: Optional[StrPath]
+    verify_capath: Optional[StrPath]
     verify_cadata: Optional[str | bytes]
+    file_check_interval: float
 
     def __init__(
             self,
@@ -100,28 +135,32 @@ class WebhookServer(_contexts.WebhookContextManager):
             host: Optional[str] = None,
             # The CA bundle to be passed to "client configs":
             cadata: Optional[bytes] = None,
-            cafile: Optional[os.PathLike[str] | str] = None,
-            cadump: Optional[os.PathLike[str] | str] = None,
+            cafile: Optional[StrPath] = None,
+            cadump: Optional[StrPath] = None,
             # A pre-configured SSL context (if any):
             context: Optional[ssl.SSLContext] = None,
             # The server's own certificate, or lack of it (loaded into the context):
             insecure: bool = False,
-            certfile: Optional[os.PathLike[str] | str] = None,
-            pkeyfile: Optional[os.PathLike[str] | str] = None,
+            certfile: Optional[StrPath] = None,
+            pkeyfile: Optional[StrPath] = None,
             password: Optional[str] = None,
             # Generated certificate's extra info.
-            extra_sans: Collection[str] = (),
+            extra_sans: Iterable[str] = (),
             # Verification of client certificates (loaded into the context):
             verify_mode: Optional[ssl.VerifyMode] = None,
-            verify_cafile: Optional[os.PathLike[str] | str] = None,
-            verify_capath: Optional[os.PathLike[str] | str] = None,
+            verify_cafile: Optional[StrPath] = None,
+            verify_capath: Optional[StrPath] = None,
             verify_cadata: Optional[str | bytes] = None,
+            # File re-reading interval for cert renewals:
+            file_check_interval: float = 60.0,
     ) -> None:
         super().__init__()
         if insecure and context is not None:
             raise ValueError("The insecure mode cannot have an SSL context.")
         if (certfile is None) != (pkeyfile is None):
             raise ValueError("Both certfile= and pkeyfile= must be given, or neither.")
+        if not file_check_interval > 0:
+            raise ValueError(f"file_check_interval= must be a positive number of seconds, not {file_check_interval!r}.")
         self.addr = addr
         self.port = port
         self.path = path
@@ -139,38 +178,55 @@ class WebhookServer(_contexts.WebhookContextManager):
         self.verify_cafile = verify_cafile
         self.verify_capath = verify_capath
         self.verify_cadata = verify_cadata
+        self.file_check_interval = file_check_interval
 
     build_certificate = staticmethod(_certs.build_certificate)
 
     async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
         hostname = self._get_hostname()
-        cadata, context = self._build_ssl(hostname)
+        self._warn_about_unused_options()
+        tls = self._build_tls(hostname)
         stripped_path = (self.path or '').strip('/')
         root = f'/{stripped_path}' if stripped_path else ''
 
-        app = aiohttp.web.Application(client_max_size=_requests.MAX_REVIEW_SIZE)
-        handler = _requests.build_handler(fn)
+        connections = _connections.Connections(head_timeout=self.head_timeout)
+        app = aiohttp.web.Application(
+            client_max_size=_requests.MAX_REVIEW_SIZE,
+            middlewares=[_connections.build_middleware(connections)],
+        )
+        handler = _requests.build_handler(fn, parser=_parsing.JsonParser(), body_timeout=self.body_timeout)
         app.router.add_post(f'{root}/{{webhook:.*}}', handler)
         if root:
             app.router.add_post(root, handler)
-        runner = aiohttp.web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        runner = aiohttp.web.AppRunner(
+            app, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT,
+            keepalive_timeout=self.idle_timeout, lingering_time=LINGERING_TIME,
+        )
         await runner.setup()
         try:
-            site = aiohttp.web.TCPSite(runner, self.addr, self.port or _get_free_port(self.addr), ssl_context=context)
+            port = self.port or _get_free_port(self.addr)
+            site = _connections.GuardedSite(runner, self.addr or None, port,
+                                            connections=connections, ssl_context=tls.context)
             await site.start()
             port = _get_listening_port(runner)
-            schema = 'http' if context is None else 'https'
+            schema = 'http' if tls.context is None else 'https'
             url = f"{schema}://{_format_host(hostname)}:{port}{root}"
             logger.debug(f"Listening for webhooks at {schema}://{_format_host(self.addr or '*')}:{port}{root}")
             logger.debug(f"Accessing the webhooks at {url}")
 
-            client_config: WebhookClientConfig = {'url': url}
-            if cadata is not None:
-                client_config['caBundle'] = base64.b64encode(cadata).decode('ascii')
+            client_config = _build_client_config(url, tls.cadata)
             yield client_config
 
-            # Serve until the consumer closes or cancels the iteration.
-            await _sleep_forever()
+            # Serve until the consumer closes or cancels the iteration; meanwhile, follow the files.
+            if not tls.files:
+                await _sleep_forever()
+            while True:
+                await asyncio.sleep(self.file_check_interval)
+                if await self._reload_tls(tls):
+                    renewed = _build_client_config(url, tls.cadata)
+                    if renewed != client_config:
+                        client_config = renewed
+                        yield client_config
         finally:
             await runner.cleanup()
 
@@ -178,24 +234,83 @@ class WebhookServer(_contexts.WebhookContextManager):
         """The hostname to put into the URLs: the explicit one, the class's default, or the listened one."""
         return self.host or self.DEFAULT_HOST or _get_accessible_addr(self.addr)
 
-    def _build_ssl(self, hostname: str) -> Tuple[Optional[bytes], Optional[ssl.SSLContext]]:
-        """The CA bundle for the clients (if any) and the server's SSL context (none if insecure)."""
+    def _warn_about_unused_options(self) -> None:
+        """Some combinations leave some options without effect (as in Kopf): say so rather than ignore them."""
         if self.insecure:
-            return self._get_cadata(None), None
+            unused = [name for name, value in [
+                ('certfile', self.certfile), ('pkeyfile', self.pkeyfile), ('password', self.password),
+                ('verify_mode', self.verify_mode), ('verify_cafile', self.verify_cafile),
+                ('verify_capath', self.verify_capath), ('verify_cadata', self.verify_cadata),
+            ] if value is not None]
+            if unused:
+                logger.warning(f"The insecure webhook server (plain HTTP) uses no {', '.join(unused)}.")
+        elif self.certfile is None and (self.cadata is not None or self.cafile is not None):
+            logger.warning("The generated certificate is verified by its generated CA: it goes to the webhooks' "
+                           "caBundle instead of the given cadata/cafile (provide certfile & pkeyfile to use those).")
 
-        generated: Optional[bytes] = None
-        context = self.context
-        if context is None:
+    def _build_tls(self, hostname: str) -> _Tls:
+        """The CA bundle for the clients (if any), the server's SSL context (none if insecure), the files used."""
+        if self.insecure:
+            files = _TlsFiles(cafile=self.cafile if self.cadata is None else None)
+            contents = files.read()
+            tls = _Tls(context=None, cadata=self.cadata or contents.ca, files=files, digest=contents.digest)
+        else:
             # Not create_default_context(): it trusts the system CAs for the clients' certificates,
             # so any publicly issued certificate would reach the handlers as a verified sslpeer.
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context = self.context if self.context is not None else ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._set_verification(context)
             if self.certfile is not None and self.pkeyfile is not None:
-                context.load_cert_chain(self.certfile, self.pkeyfile, self.password)
+                files = _TlsFiles(certfile=self.certfile, pkeyfile=self.pkeyfile,
+                                  cafile=self.cafile if self.cadata is None else None)
+                contents = files.read()
+                _load_cert_chain(context, contents.cert or b'', contents.pkey or b'', self.password)
+                cadata = self._get_cadata(contents)
+                tls = _Tls(context=context, cadata=cadata, files=files, digest=contents.digest)
             else:
-                generated, pkey = self.build_certificate(self._get_sans(hostname), self.password)
-                with _temporary_files(generated, pkey) as (certpath, pkeypath):
-                    context.load_cert_chain(certpath, pkeypath, self.password)
+                chain, pkey = self.build_certificate(self._get_sans(hostname), self.password)
+                _load_cert_chain(context, chain, pkey, self.password)
+                tls = _Tls(context=context, cadata=_certs.get_ca(chain), files=_TlsFiles(), digest=None)
+        self._dump_cadata(tls.cadata)
+        return tls
 
+    async def _reload_tls(self, tls: _Tls) -> bool:
+        """
+        Load the changed certificate files into the server's SSL context; return whether the CA bundle changed.
+
+        The files are read once; the same contents are first loaded into a scratch context
+        (so that a broken or half-written pair does not spoil the served context), then into
+        the served one. Failures are logged once per failing content, and retried at the next check.
+        """
+        try:
+            contents = await asyncio.to_thread(tls.files.read)  # not to block the operator on slow filesystems
+        except OSError as e:
+            if tls.read_error != str(e):
+                tls.read_error = str(e)
+                logger.warning(f"The webhook server's certificate files cannot be read: {e}; "
+                               f"the previous certificate is still served.")
+            return False
+        tls.read_error = None
+        if contents.digest == tls.digest or contents.digest == tls.rejected:
+            return False
+        if tls.context is not None and contents.cert is not None and contents.pkey is not None:
+            try:
+                _load_cert_chain(tls.context, contents.cert, contents.pkey, self.password, check=True)
+            except (ssl.SSLError, ValueError, OSError) as e:
+                tls.rejected = contents.digest
+                logger.warning(f"The changed certificate files of the webhook server cannot be loaded: {e}; "
+                               f"the previous certificate is still served.")
+                return False
+        tls.digest = contents.digest
+        tls.rejected = None
+        cadata = (self.cadata or contents.ca) if self.insecure else self._get_cadata(contents)
+        changed = cadata != tls.cadata
+        tls.cadata = cadata
+        self._dump_cadata(cadata)
+        logger.info("The webhook server's certificate files have changed: new connections use them.")
+        return changed
+
+    def _set_verification(self, context: ssl.SSLContext) -> None:
+        """Load the CA to verify the clients' certificates, and require them by default if there is one."""
         if self.verify_cafile is not None or self.verify_capath is not None or self.verify_cadata is not None:
             context.load_verify_locations(
                 cafile=self.verify_cafile,
@@ -203,38 +318,109 @@ class WebhookServer(_contexts.WebhookContextManager):
                 cadata=self.verify_cadata,
             )
             if self.verify_mode is None:
-                context.verify_mode = ssl.CERT_OPTIONAL  # verify the clients' certs if they present them
-        if self.verify_mode is not None:
+                if context.verify_mode == ssl.CERT_NONE:
+                    context.verify_mode = ssl.CERT_REQUIRED  # Kopf: CERT_OPTIONAL, i.e. anyone without a cert
+            elif self.verify_mode == ssl.CERT_NONE:
+                context.verify_mode = ssl.CERT_OPTIONAL  # a CA that verifies nothing is a mistake; as in Kopf
+            else:
+                context.verify_mode = self.verify_mode
+        elif self.verify_mode is not None:
             context.verify_mode = self.verify_mode
-
-        return self._get_cadata(generated), context
 
     def _get_sans(self, hostname: str) -> List[str]:
         # The reported hostname goes first, to become the certificate's common name.
         candidates = [hostname, self.addr, *self.extra_sans, 'localhost', '127.0.0.1']
         return [candidate for candidate in candidates if candidate]
 
-    def _get_cadata(self, generated: Optional[bytes]) -> Optional[bytes]:
-        """The CA bundle to report to the clients, also dumped to a file if requested."""
-        cadata: Optional[bytes] = self.cadata
-        if cadata is None and self.cafile is not None:
-            cadata = pathlib.Path(self.cafile).read_bytes()
-        if cadata is None:
-            cadata = _certs.get_ca(generated) if generated is not None else None
+    def _get_cadata(self, contents: _TlsContents) -> Optional[bytes]:
+        """The CA bundle to report for the provided certificate: the given one, or the certificate itself."""
+        if self.cadata is not None:
+            return self.cadata
+        return contents.ca if contents.ca is not None else contents.cert
+
+    def _dump_cadata(self, cadata: Optional[bytes]) -> None:
         if cadata is not None and self.cadump is not None:
             pathlib.Path(self.cadump).write_bytes(cadata)
-        return cadata
+
+
+@dataclasses.dataclass(frozen=True)
+class _TlsContents:
+    cert: Optional[bytes]
+    pkey: Optional[bytes]
+    ca: Optional[bytes]
+    digest: str  # of all of them: to notice changes without keeping the key in memory for long
+
+
+@dataclasses.dataclass(frozen=True)
+class _TlsFiles:
+    """The files of a server's TLS that are followed for changes (none for generated certificates)."""
+    certfile: Optional[StrPath] = None
+    pkeyfile: Optional[StrPath] = None
+    cafile: Optional[StrPath] = None
+
+    def __bool__(self) -> bool:
+        return self.certfile is not None or self.pkeyfile is not None or self.cafile is not None
+
+    def read(self) -> _TlsContents:
+        contents = [pathlib.Path(path).read_bytes() if path is not None else None
+                    for path in (self.certfile, self.pkeyfile, self.cafile)]
+        hasher = hashlib.sha256()
+        for content in contents:
+            hasher.update(b'-' if content is None else b'%d:%s' % (len(content), content))
+        cert, pkey, ca = contents
+        return _TlsContents(cert=cert, pkey=pkey, ca=ca, digest=hasher.hexdigest())
+
+
+@dataclasses.dataclass
+class _Tls:
+    """The state of a serving server's TLS: what is served and reported, and the files it came from."""
+    context: Optional[ssl.SSLContext]
+    cadata: Optional[bytes]
+    files: _TlsFiles
+    digest: Optional[str]  # of the files' contents that are served now
+    # What failed last, not to repeat the warnings at every check: the files' reading, or their contents.
+    read_error: Optional[str] = None
+    rejected: Optional[str] = None  # the digest of the contents that could not be loaded
+
+
+def _load_cert_chain(
+        context: ssl.SSLContext,
+        chain: bytes,
+        pkey: bytes,
+        password: Optional[str],
+        *,
+        check: bool = False,
+) -> None:
+    """
+    Load the certificate & key into the context, from the given contents (not from the files, which may change).
+
+    With ``check``, the same contents are loaded into a scratch context first: a failure
+    there leaves the served context as it was (loading a mismatching pair into it would not).
+    Loading into a context that serves is safe: the connections made so far keep their copies.
+    """
+    with _temporary_files(chain, pkey) as (certpath, pkeypath):
+        if check:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(certpath, pkeypath, password)
+        context.load_cert_chain(certpath, pkeypath, password)
+
+
+def _build_client_config(url: str, cadata: Optional[bytes]) -> WebhookClientConfig:
+    client_config: WebhookClientConfig = {'url': url}
+    if cadata is not None:
+        client_config['caBundle'] = base64.b64encode(cadata).decode('ascii')
+    return client_config
 
 
 def _get_accessible_addr(addr: Optional[str]) -> str:
-    """An address to connect to: the listened one, or localhost if listening on all interfaces."""
+    """An address to connect to: the listened one, its loopback for all interfaces (as in Kopf), or localhost."""
     if not addr:
         return 'localhost'
     try:
-        if ipaddress.ip_address(addr).is_unspecified:
-            return 'localhost'
+        ip = ipaddress.ip_address(addr)
     except ValueError:
-        pass
+        return addr
+    if ip.is_unspecified:
+        return '127.0.0.1' if ip.version == 4 else '::1'
     return addr
 
 

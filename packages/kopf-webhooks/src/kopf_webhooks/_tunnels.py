@@ -21,11 +21,15 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Optional, Tuple
 
 from kopf_webhooks import _clusters, _contexts, _errors, _servers
+from kopf_webhooks._servers import StrPath
 
 if TYPE_CHECKING:
     from kopf import WebhookClientConfig, WebhookFn
 
 logger = logging.getLogger('kopf.webhooks')
+
+# Where the tunnel's local server listens unless told otherwise: only the local ngrok agent connects to it.
+LOCAL_ADDR = '127.0.0.1'
 
 
 class WebhookNgrokTunnel(_contexts.WebhookContextManager):
@@ -33,13 +37,17 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
     Tunnel the admission requests via ngrok (with the ``pyngrok`` library).
 
     ``addr``, ``port``, ``path`` mean the same as in :class:`WebhookServer`:
-    where to listen locally. The local server is insecure (HTTP): ngrok
+    where to listen locally; but only ``127.0.0.1`` by default, as only the
+    local ngrok agent connects to it. The local server is insecure (HTTP): ngrok
     terminates HTTPS with its own certificates, which the default trust chain
     accepts, so no CA is reported in the client configs.
 
     ``token`` is the ngrok auth token (paid plans lift the request limits),
     ``region`` is ngrok's region, ``binary`` is the path to the ``ngrok``
     binary (otherwise, pyngrok downloads it at runtime).
+
+    The ``pyngrok`` library is needed when the tunnel starts, not before:
+    an operator can construct several servers & tunnels and use one of them.
 
     The public URL is not protected: anyone who knows it can send requests to
     the operator. Ngrok's random hostnames and a random ``path`` make it hard
@@ -51,7 +59,7 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
     path: Optional[str]
     token: Optional[str]
     region: Optional[str]
-    binary: Optional[str]
+    binary: Optional[StrPath]
 
     def __init__(
             self,
@@ -61,10 +69,9 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
             path: Optional[str] = None,
             token: Optional[str] = None,
             region: Optional[str] = None,
-            binary: Optional[str] = None,
+            binary: Optional[StrPath] = None,
     ) -> None:
         super().__init__()
-        _import_pyngrok()  # fail at startup, not when the first admission request comes
         self.addr = addr
         self.port = port
         self.path = path
@@ -73,13 +80,16 @@ class WebhookNgrokTunnel(_contexts.WebhookContextManager):
         self.binary = binary
 
     async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
-        conf, ngrok, exception = _import_pyngrok()
-        options = {'auth_token': self.token, 'region': self.region, 'ngrok_path': self.binary}
+        conf, ngrok, exception = _import_pyngrok()  # when the tunnel starts, before anything listens
+        binary = str(self.binary) if self.binary is not None else None
+        options = {'auth_token': self.token, 'region': self.region, 'ngrok_path': binary}
         pyngrok_config = conf.PyngrokConfig(**{key: val for key, val in options.items() if val is not None})
 
         # The blocking calls to the ngrok process go to threads, not to stall the operator.
+        # Only the local ngrok agent connects to the local server: no need to listen beyond the loopback.
         loop = asyncio.get_running_loop()
-        server = _servers.WebhookServer(addr=self.addr, port=self.port, path=self.path, insecure=True)
+        addr = self.addr if self.addr is not None else LOCAL_ADDR
+        server = _servers.WebhookServer(addr=addr, port=self.port, path=self.path, insecure=True)
         public_url: Optional[str] = None
         try:
             async with server, contextlib.aclosing(server(fn)) as local_configs:
