@@ -94,6 +94,10 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
               help="Handle the objects only while holding this Lease (kopf-leader-<peering name> if no name).")
 @click.option('--leader-election-namespace', 'leader_election_namespace', type=str, default=None,
               metavar='NAMESPACE', help="The namespace of the Lease (the pod's, or the first served, by default).")
+@click.option('--shards', 'shards', type=click.Choice(['auto']), default=None,
+              help="auto: the replicas split the objects among themselves (a membership Lease each).")
+@click.option('--shard-by', 'shard_by', type=click.Choice(['uid', 'namespace']), default=None,
+              help="What --shards=auto hashes to split the objects (uid by default).")
 @click.option('-m', '--module', 'modules', multiple=True, metavar='MODULE',
               help="An importable module with the handlers, as in \"python -m\" (repeatable).")
 @click.argument('paths', nargs=-1, type=click.Path(exists=True, dir_okay=False))
@@ -112,11 +116,13 @@ def run(
         metrics_endpoint: Optional[str],
         leader_election: Optional[str],
         leader_election_namespace: Optional[str],
+        shards: Optional[str],
+        shard_by: Optional[str],
 ) -> None:
     """Start an operator process and handle all the requests."""
     namespaces = _with_legacy_namespace(namespaces)
     _check_scope(namespaces, clusterwide)
-    _check_leader_election(leader_election, leader_election_namespace)
+    _check_leader_election(leader_election, leader_election_namespace, shards)
     controls = _get_controls(ctx)
 
     # The handlers are registered by the decorators on import: into the given registry, if any.
@@ -140,6 +146,8 @@ def run(
             metrics_endpoint=metrics_endpoint,
             leader_election=None if leader_election is None else leader_election or True,
             leader_election_namespace=leader_election_namespace,
+            shards=shards,
+            shard_by=shard_by,
             clusterwide=clusterwide,
             namespaces=tuple(namespaces),
         )
@@ -161,7 +169,11 @@ def _start_up_errors_as_messages() -> Iterator[None]:
         raise click.ClickException(f"{_UNREACHABLE}: {e}") from e
 
 
-def _check_leader_election(lease_name: Optional[str], lease_namespace: Optional[str]) -> None:
+def _check_leader_election(
+        lease_name: Optional[str],
+        lease_namespace: Optional[str],
+        shards: Optional[str] = None,
+) -> None:
     """
     ``--leader-election`` takes its value optionally: ``--leader-election handlers.py`` would take
     the operator's file for the Lease's name, so an existing file is refused as a name.
@@ -172,6 +184,9 @@ def _check_leader_election(lease_name: Optional[str], lease_namespace: Optional[
     if lease_namespace is not None and lease_name is None:
         raise click.UsageError("--leader-election-namespace is given without --leader-election: "
                                "add --leader-election, or drop the namespace.")
+    if shards is not None and lease_name is not None:
+        raise click.UsageError("--shards=auto and --leader-election cannot be combined: every replica serves its "
+                               "share, or only the leader serves everything. Use one of them.")
 
 
 _FREEZE_PRIORITY = 100

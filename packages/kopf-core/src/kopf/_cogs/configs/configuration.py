@@ -341,6 +341,7 @@ class OperatorSettings:
     networking: NetworkingSettings = dataclasses.field(default_factory=NetworkingSettings)
     persistence: PersistenceSettings = dataclasses.field(default_factory=PersistenceSettings)
     leader_election: LeaderElectionSettings = dataclasses.field(default_factory=lambda: LeaderElectionSettings())
+    sharding: ShardingSettings = dataclasses.field(default_factory=lambda: ShardingSettings())
 
     @property
     def batching(self) -> QueueingSettings:
@@ -376,3 +377,24 @@ class LeaderElectionSettings:
 
     retry_period: float = 2
     """How often (seconds) the leader renews, and the candidates try (< renew_deadline)."""
+
+
+@dataclasses.dataclass
+class ShardingSettings:
+    """Automatic sharding: the replicas split the objects by a hash (off by default; see docs/scaling.md)."""
+
+    enabled: bool = False
+    """Whether every replica holds a membership Lease and serves only its share of the objects."""
+
+    hashed_field: str = 'uid'
+    """What is hashed to split the objects: ``'uid'`` (each object) or ``'namespace'`` (whole namespaces)."""
+
+    lease_prefix: Optional[str] = None
+    """The replicas' Leases are ``<prefix>-<hash>``; ``kopf-shard-<peering name>`` if ``None``."""
+
+    lease_namespace: Optional[str] = None
+    """The Leases' namespace; if ``None``: ``$POD_NAMESPACE``, the service account's, or the first served one."""
+
+    lease_duration: float = 15  # the Leases' timings (seconds), as in settings.leader_election
+    renew_deadline: float = 10
+    retry_period: float = 2

@@ -29,9 +29,11 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import math
 from typing import Awaitable, Callable, List, Optional, Tuple
 
 from kopf._cogs.clients import errors as apierrors
+from kopf._cogs.clients import scheduling
 from kopf._core.engines import leases, membership, sharding
 
 logger = logging.getLogger('kopf.engines.sharders')
@@ -90,6 +92,9 @@ class Sharder:
 
     async def run(self) -> None:
         """Renew and take rounds until cancelled (then the caller stops serving and calls :meth:`leave`)."""
+        # The Leases' requests go before the objects' ones waiting in the client (e.g. of a burst of
+        # new objects): a renewal that waits behind them would expire the Lease under load.
+        scheduling.request_priority.set(-math.inf)
         await self._publish()  # join (or say why not) before the first round
         heartbeat = asyncio.create_task(self._heartbeat(), name=f'renewal of the Lease {self.member.ref}')
         try:
@@ -132,8 +137,7 @@ class Sharder:
             claims = self.claims
             moment = datetime.datetime.now(datetime.timezone.utc)
             try:
-                await asyncio.wait_for(self.member.publish(claims, now=now, moment=moment),
-                                       timeout=self.timings.retry_period)
+                await asyncio.wait_for(self.member.publish(claims, now=now, moment=moment), timeout=self._patience())
             except (Exception, asyncio.TimeoutError) as e:  # 403, 5xx, the network: never fatal
                 self.troubles.report(e)
                 return False
@@ -149,10 +153,16 @@ class Sharder:
                                f"of {self.timings.renew_deadline:g}s: stopping serving all slots.")
                 await self._serve(frozenset())
 
+    def _patience(self) -> float:
+        """How long a request may take: until the renew deadline (a slow API server is not a dead one)."""
+        now = asyncio.get_running_loop().time()
+        left = self.timings.renew_deadline - (now - self.renewed_at) if self.renewed_at is not None else 0
+        return max(self.timings.retry_period, left)
+
     async def _survey(self) -> Optional[List[sharding.Peer]]:
         now = asyncio.get_running_loop().time()
         try:
-            return await asyncio.wait_for(self.member.survey(now=now), timeout=self.timings.retry_period)
+            return await asyncio.wait_for(self.member.survey(now=now), timeout=self._patience())
         except (Exception, asyncio.TimeoutError) as e:
             self.troubles.report(e)
             return None

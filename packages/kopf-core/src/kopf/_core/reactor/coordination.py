@@ -25,6 +25,23 @@ from kopf._core.reactor import options, watching
 logger = logging.getLogger('kopf.reactor.peering')
 
 
+def apply_peering_options(
+        peering_settings: configuration.PeeringSettings,
+        opts: options.OperatorOptions,
+        *,
+        clusterwide: bool,
+) -> None:
+    """The peering options of the call override the settings (which the startup handlers may tune)."""
+    if opts.standalone is not None:
+        peering_settings.standalone = opts.standalone
+    if opts.priority is not None:
+        peering_settings.priority = opts.priority
+    if opts.peering_name is not None:
+        peering_settings.name = opts.peering_name
+        peering_settings.mandatory = True
+    peering_settings.clusterwide = clusterwide
+
+
 def apply_leadership_options(
         election_settings: configuration.LeaderElectionSettings,
         opts: options.OperatorOptions,

@@ -72,6 +72,12 @@ class OperatorOptions:
     leader_election_namespace: Optional[str] = None
     """The namespace of the Lease (see ``settings.leader_election.lease_namespace``)."""
 
+    shards: Optional[str] = None
+    """``'auto'``: the replicas split the objects among themselves (``settings.sharding.enabled`` if ``None``)."""
+
+    shard_by: Optional[str] = None
+    """What automatic sharding hashes: ``'uid'`` or ``'namespace'`` (``settings.sharding.hashed_field``)."""
+
     liveness_endpoint: Optional[str] = None
     """The URL of the health server, e.g. ``http://0.0.0.0:8080/healthz``; none if ``None``."""
 
@@ -117,7 +123,18 @@ class OperatorOptions:
         if self.leader_election is False and self.leader_election_namespace is not None:
             raise ValueError("leader_election_namespace= is given, but leader_election=False turns the leader "
                              "election off: drop one of them.")
+        self._check_sharding()
         namespaces.check_namespace_patterns(self.all_namespaces)
+
+    def _check_sharding(self) -> None:
+        if self.shards is not None and self.shards != 'auto':
+            raise ValueError(f"shards= must be 'auto' (or None for the settings' choice), not {self.shards!r}.")
+        if self.shard_by is not None and self.shard_by not in ('uid', 'namespace'):
+            raise ValueError(f"shard_by= must be 'uid' or 'namespace', not {self.shard_by!r}.")
+        if self.shards is not None and self.leader_election:
+            raise ValueError("Automatic sharding and leader election cannot be combined: every replica serves "
+                             "its share, or only the leader serves everything. Use one of shards='auto' and "
+                             "leader_election=.")
 
     @property
     def all_namespaces(self) -> tuple[references.NamespacePattern, ...]:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Awaitable, Callable, Dict, Optional, Tuple
+from typing import Awaitable, Callable, Dict, Optional, Set, Tuple
 
 from kopf._cogs.aiokits import aioretries, aiostopping
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
 from kopf._core.engines import indexing, probing
-from kopf._core.reactor import observation, processing, queueing, watching
+from kopf._core.reactor import observation, processing, queueing, sharding, watching
 
 logger = logging.getLogger('kopf.reactor.orchestration')
 
@@ -29,44 +29,62 @@ async def orchestrator(
         readiness: indexing.IndexingReadiness,
         operating: asyncio.Event,
         listing: Optional[probing.ListingReadiness] = None,
+        shards: Optional[sharding.ShardServing] = None,
 ) -> None:
-    """Start and stop the watch-streams as the insights change, until cancelled."""
+    """Start and stop the watch-streams as the insights (and the slots of ``shards``) change, until cancelled."""
     listing = listing if listing is not None else probing.ListingReadiness()
     streams: Dict[StreamKey, asyncio.Task[None]] = {}
     limiter = asyncio.Semaphore(settings.queueing.worker_limit) if settings.queueing.worker_limit else None
+    selector: Optional[str] = None  # of the running streams (automatic sharding only)
     await insights.ready_resources.wait()
     await insights.ready_namespaces.wait()
     try:
         while True:
             insights.changed.clear()
-            # While paused in favour of other operators (peering), nothing is served.
-            wanted = set() if not operating.is_set() else {
-                (resource, namespace if resource.namespaced else None)
-                for resource in insights.resources
-                for namespace in insights.namespaces
-            }
+            version = shards.version if shards is not None else 0
+            wanted = _wanted(insights, operating=operating, shards=shards)
             # The handlers wait until the indexed streams existing now are listed (once, at start).
             if operating.is_set():
                 readiness.expect({key for key in wanted
                                   if context.registry.has_indexing_handlers(resource=key[0])})
                 listing.expect(wanted)  # for the readiness probe: all streams of the start are listed
-            for key in set(streams) - wanted:
-                resource, namespace = key
+            new_selector = shards.selector if shards is not None else None
+            restarted = set(streams) if new_selector != selector else set()
+            for key in (set(streams) - wanted) | restarted:
                 task = streams.pop(key)
                 task.cancel()
                 await asyncio.wait([task])
+            selector = new_selector
             for key in wanted - set(streams):
                 resource, namespace = key
                 serve = functools.partial(_serve, context=context, settings=settings, resource=resource,
                                           namespace=namespace, limiter=limiter, readiness=readiness,
-                                          listing=listing)
+                                          listing=listing, shard_selector=selector)
                 streams[key] = asyncio.create_task(
                     _serve_persistently(serve, key),
                     name=f'watcher of {resource!r} {watching.where(namespace)}')
                 streams[key].add_done_callback(_report_failure)
+            if shards is not None:
+                await shards.mark_applied(version)
             await insights.changed.wait()
     finally:
         await aiostopping.stop_tasks(list(streams.values()), title='Streaming', logger=logger)
+
+
+def _wanted(
+        insights: observation.Insights,
+        *,
+        operating: asyncio.Event,
+        shards: Optional[sharding.ShardServing],
+) -> Set[StreamKey]:
+    """The streams to run: none while paused (peering, leadership) or without slots (sharding)."""
+    if not operating.is_set() or (shards is not None and shards.idle):
+        return set()
+    return {
+        (resource, namespace if resource.namespaced else None)
+        for resource in insights.resources
+        for namespace in insights.namespaces
+    }
 
 
 def _report_failure(task: asyncio.Task[None]) -> None:
@@ -102,6 +120,7 @@ async def _serve(
         limiter: Optional[asyncio.Semaphore],
         readiness: indexing.IndexingReadiness,
         listing: probing.ListingReadiness,
+        shard_selector: Optional[str] = None,
 ) -> None:
     async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
         return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
@@ -112,7 +131,8 @@ async def _serve(
     listed = asyncio.Event()
     indexed = context.registry.has_indexing_handlers(resource=resource)
     events = watching.continuous_watch(client=context.client, settings=settings,
-                                       resource=resource, namespace=namespace, on_listed=listed)
+                                       resource=resource, namespace=namespace, on_listed=listed,
+                                       shard_selector=shard_selector)
     marker = asyncio.create_task(_mark_when_listed(listed, (readiness, listing), (resource, namespace)))
     try:
         with watching.announced(resource, namespace):

@@ -33,6 +33,7 @@ from kopf._core.engines import (
     peering,
     posting,
     probing,
+    sharders,
     stoppers,
     webhookserving,
 )
@@ -47,6 +48,7 @@ from kopf._core.reactor import (
     orchestration,
     pausing,
     processing,
+    sharding,
 )
 
 logger = logging.getLogger('kopf.reactor.running')
@@ -156,23 +158,6 @@ async def run_tasks(
             raise error
 
 
-def _apply_peering_options(
-        peering_settings: configuration.PeeringSettings,
-        opts: options.OperatorOptions,
-        *,
-        clusterwide: bool,
-) -> None:
-    """The peering options of the call override the settings (which the startup handlers may tune)."""
-    if opts.standalone is not None:
-        peering_settings.standalone = opts.standalone
-    if opts.priority is not None:
-        peering_settings.priority = opts.priority
-    if opts.peering_name is not None:
-        peering_settings.name = opts.peering_name
-        peering_settings.mandatory = True
-    peering_settings.clusterwide = clusterwide
-
-
 class _OperatorRun:
     """The operator's life from the start to the exit: one instance per operator."""
 
@@ -189,8 +174,9 @@ class _OperatorRun:
             logger.warning("Neither namespaces nor the cluster-wide mode are given: serving the whole cluster. "
                            "Use --all-namespaces (-A) or --namespace (-n) explicitly.")
             self.clusterwide = True
-        _apply_peering_options(self.settings.peering, opts, clusterwide=self.clusterwide)
+        coordination.apply_peering_options(self.settings.peering, opts, clusterwide=self.clusterwide)
         coordination.apply_leadership_options(self.settings.leader_election, opts)
+        sharding.apply_sharding_options(self.settings.sharding, opts)
         self.vault = opts.vault if opts.vault is not None else credentials.Vault()
         self.memo = opts.memo if opts.memo is not None else ephemera.Memo()
         self.memories = opts.memories if opts.memories is not None else inventory.ObjectMemories()
@@ -205,6 +191,7 @@ class _OperatorRun:
         self.stopping = asyncio.Event()
         self.operating = asyncio.Event()  # set while the objects are served (peering and leadership allow)
         self.elector: Optional[leadership.Elector] = None  # with leader election only
+        self.sharder: Optional[sharders.Sharder] = None  # with automatic sharding only
         self.pauser = pausing.DaemonsPauser(memories=self.memories, operating=self.operating,
                                             context_of=self._daemon_context)
         self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
@@ -233,7 +220,9 @@ class _OperatorRun:
                 webhookserving.check_setup(registry=self.registry, settings=self.settings)
                 election = coordination.resolve_leader_election(
                     self.settings, served=self.namespaces, clusterwide=self.clusterwide)
-                background.extend(await self._spawn_serving(client, election))
+                shard_lease = sharding.resolve_sharding(self.settings, identity=self.identity,
+                                                        served=self.namespaces, clusterwide=self.clusterwide)
+                background.extend(await self._spawn_serving(client, election, shard_lease))
                 aioadapters.raise_flag(self.ready_flag)
                 await self._until_stopped_or()
         finally:
@@ -270,6 +259,7 @@ class _OperatorRun:
             self,
             client: protocols.ApiClient,
             election: Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]] = None,
+            shard_lease: Optional[Tuple[leases.LeaseRef, str]] = None,
     ) -> List[asyncio.Task[Any]]:
         context = processing.ProcessingContext(
             registry=self.registry, settings=self.settings, client=client,
@@ -296,9 +286,15 @@ class _OperatorRun:
             self.elector = leadership.Elector(client=client, ref=ref, identity=self.identity, timings=timings,
                                               leading=gate.consent())
             tasks.append(asyncio.create_task(self._guard(self.elector.run()), name='leader election'))
+        shards: Optional[sharding.ShardServing] = None
+        if shard_lease is not None:
+            shards, self.sharder = sharding.make_sharder(
+                client=client, settings=self.settings, lease=shard_lease, identity=self.identity,
+                changed=self.insights.changed, memories=self.memories, context_of=self._daemon_context)
+            tasks.append(asyncio.create_task(self._guard(self.sharder.run()), name='automatic sharding'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,
-            operating=self.operating, listing=self.listing)), name='multidimensional multitasker'))
+            operating=self.operating, listing=self.listing, shards=shards)), name='multidimensional multitasker'))
         if self.registry.has_webhook_handlers():
             tasks.append(asyncio.create_task(self._guard(webhookserving.serve_admission(
                 registry=self.registry, settings=self.settings, client=client, memo=self.memo,
@@ -325,12 +321,15 @@ class _OperatorRun:
                                      build_kwargs=_no_kwargs, apply_patch=_no_patch, pending_fns=[])
 
     async def _hand_over(self) -> None:
-        """With leader election: once nothing handles the objects anymore, release the Lease for the next leader."""
+        """Once nothing handles the objects anymore: release the Lease (leader election), leave the shards."""
         await self.pauser.close()
-        if self.elector is None:
+        if self.elector is None and self.sharder is None:
             return
         await self._stop_daemons()  # any spawned by the cycles that were still finishing after the first stop
-        await self.elector.release()
+        if self.elector is not None:
+            await self.elector.release()
+        if self.sharder is not None:
+            await self.sharder.leave()
 
     async def _guard(self, coro: Any) -> None:
         """Run a background coroutine; a failure stops the whole operator (and is re-raised)."""

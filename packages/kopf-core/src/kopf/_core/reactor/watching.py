@@ -56,15 +56,18 @@ async def continuous_watch(
         namespace: references.Namespace,
         on_listed: Optional[asyncio.Event] = None,
         retry_forbidden: bool = True,
+        shard_selector: Optional[str] = None,
 ) -> AsyncIterator[typedefs.RawEvent]:
     """
     Yield the events of the resource forever (until cancelled).
 
     A missing permission to list or watch is logged and retried (see :mod:`permissions`),
     unless ``retry_forbidden`` is false: then it escalates, for the callers that
-    have a fallback for it.
+    have a fallback for it. A ``shard_selector`` (of automatic sharding) replaces the settings' one.
     """
     query = selecting.make_query(settings, resource)
+    if shard_selector is not None:
+        query = dataclasses.replace(query, shard_selector=shard_selector)
     stream = _Stream(query=query, shards=selecting.ShardFilter(query.shard_selector, resource=resource),
                      streaming=settings.watching.initial_streaming, on_listed=on_listed)
     forbidden = permissions.ForbiddenRetries(resource=resource, namespace=namespace)
