@@ -204,6 +204,8 @@ def test_incompressible_big_diffbase_is_not_stored_in_the_status_of_a_big_object
     assert patch == {}
     assert placements[0].form == packing.Form.UNSTORED
     assert "it is not stored in the status," in placements[0].message
+    assert placements[0].message.endswith("To fix it, exclude the big fields from it "
+                                          "(ignored_fields= of the diff-base storage).")  # not the status again
 
 
 # Reading back each form.

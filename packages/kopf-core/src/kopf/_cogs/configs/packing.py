@@ -210,11 +210,12 @@ class Placement:
                     f"it is stored compressed ({packed_size}) in {self.where}.")
         after_restart = ("as changed since its last stored state" if self.previous is not None else
                          "as a new one (its creation handlers run again)")
+        in_status = (", or store it in the status (kopf.StatusDiffBaseStorage), where only the object's size "
+                     "limits it" if self.limit == ANNOTATIONS_ROOM else "")
         return (f"The last-handled configuration ({size}, {packed_size} compressed) exceeds {self.limit} "
                 f"even compressed: it is not stored in {self.where}, only remembered until the operator exits; "
                 f"after a restart, the object is handled {after_restart}. To fix it, exclude the big fields "
-                f"from it (ignored_fields= of the diff-base storage), or store it in the status "
-                f"(kopf.StatusDiffBaseStorage), where only the object's size limits it.")
+                f"from it (ignored_fields= of the diff-base storage){in_status}.")
 
 
 _collected: contextvars.ContextVar[Optional[List[Placement]]] = contextvars.ContextVar('_collected', default=None)
