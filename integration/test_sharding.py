@@ -30,7 +30,7 @@ from typing import Any, Optional
 import pytest
 
 from integration import kubeobjects
-from integration.controlplane import Cluster, FeatureGates
+from integration.controlplane import NON_ADMIN_USER, Cluster, FeatureGates
 from integration.operating import REPO_ROOT, OperatorProcess
 from kopf._core.engines import membership, sharding
 
@@ -59,8 +59,8 @@ class Replicas:
         self.started: dict[str, OperatorProcess] = {}
 
     def start(self, name: str, **env: str) -> OperatorProcess:
-        env = dict(TIMINGS, CALLS_FILE=str(self.calls_file), POD_ID=name,
-                   KUBECONFIG=str(self.cluster.kubeconfig), **env)
+        env = {**TIMINGS, 'CALLS_FILE': str(self.calls_file), 'POD_ID': name,
+               'KUBECONFIG': str(self.cluster.kubeconfig), **env}
         process = OperatorProcess([OPERATOR, '-n', self.namespace, '--verbose', '--standalone', '--shards=auto'],
                                   log_path=self.tmp_path / f'{name}.log', env=env)
         process.start()
@@ -252,3 +252,54 @@ def test_the_documented_sharded_deployment_is_accepted_by_the_api_server(cluster
     manifest = manifest.replace('namespace: my-operator', f'namespace: {namespace}')
     result = cluster.kubectl('apply', '--dry-run=server', '-f', '-', input=manifest)
     assert result.stdout.count('(server dry run)') == 4, result.stdout
+
+
+def grant(cluster: Cluster, namespace: str, *, leases: bool) -> None:
+    rules = [{'apiGroups': [GROUP], 'resources': [PLURAL], 'verbs': ['get', 'list', 'watch', 'patch']},
+             {'apiGroups': [''], 'resources': ['events'], 'verbs': ['create']}]
+    if leases:
+        rules.append({'apiGroups': ['coordination.k8s.io'], 'resources': ['leases'],
+                      'verbs': ['get', 'list', 'create', 'patch', 'delete']})
+    cluster.kubectl('apply', '-f', '-', input=json.dumps({
+        'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'Role',
+        'metadata': {'name': 'operator', 'namespace': namespace}, 'rules': rules}))
+
+
+def served_by(replicas: Replicas, replica: str) -> frozenset[int]:
+    lease = replicas.leases().get(replica)
+    return frozenset() if lease is None else sharding.parse_slots(
+        lease['metadata']['annotations'][membership.SERVING])
+
+
+def test_leases_forbidden_stop_the_replica_until_granted_again(
+        cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> None:
+    if cluster.control_plane is None:
+        pytest.skip("This test runs a replica as the local control plane's non-admin user (--kopf-cluster=local).")
+    kubeobjects.apply_crds(cluster, kubeobjects.crd_manifest(GROUP, PLURAL, KIND))
+    grant(cluster, namespace, leases=True)
+    cluster.kubectl('create', 'rolebinding', 'operator', '-n', namespace, '--role=operator',
+                    f'--user={NON_ADMIN_USER}')
+    replicas = Replicas(cluster, namespace, tmp_path)
+    try:
+        restricted = replicas.start('x', KUBECONFIG=str(cluster.control_plane.user_kubeconfig))
+        replicas.start('y')
+        replicas.wait_settled(['x', 'y'])
+
+        grant(cluster, namespace, leases=False)
+        restricted.wait_for(r"stopping serving all slots", timeout=30)
+        restricted.wait_for(r"Serving the slots none of 64", timeout=30)
+        kubeobjects.poll(lambda: served_by(replicas, 'y') == sharding.ALL_SLOTS or None, timeout=30)
+        names = create_batch(cluster, namespace, 'while-forbidden', 40)
+        calls = wait_created(replicas.calls_file, names, timeout=60)
+        assert {calls[name]['replica'] for name in names} == {'y'}
+        errors = [line for line in restricted.log.splitlines() if '[ERROR' in line]
+        assert len(errors) == 1, errors
+        assert "Not permitted to use the sharding's Leases in" in errors[0]
+        assert "Grant the operator get, list, create, patch and delete on the leases" in errors[0]
+
+        grant(cluster, namespace, leases=True)
+        restricted.wait_for(r"The sharding's Leases in .* are usable again\.", timeout=30)
+        replicas.wait_settled(['x', 'y'])
+        assert_each_created_once(replicas.calls_file)
+    finally:
+        replicas.stop_all()
