@@ -19,7 +19,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody
 from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.actions import loggers
-from kopf._core.engines import posting
+from kopf._core.engines import posters, posting
 
 POD: Dict[str, Any] = {
     'apiVersion': 'v1', 'kind': 'Pod',
@@ -303,7 +303,7 @@ async def test_event_body_is_a_core_v1_event(
 ) -> None:
     posting.event(POD, type='SomeType', reason='SomeReason', message='Some message')
     [event] = drain(event_queue)
-    body = posting.build_event_body(event, settings=settings)
+    body = posters.build_event_body(event, settings=settings)
     timestamp = event.timestamp.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
     assert body == {
         'apiVersion': 'v1',
@@ -330,7 +330,7 @@ async def test_event_body_is_named_and_attributed_as_the_settings_say(
     settings.posting.event_name_prefix = 'my-event-'
     posting.event(POD, type='SomeType', reason='SomeReason')
     [event] = drain(event_queue)
-    body = posting.build_event_body(event, settings=settings)
+    body = posters.build_event_body(event, settings=settings)
     assert body['metadata']['generateName'] == 'my-event-'
     assert body['source'] == {'component': 'my-operator'}
     assert (body['reportingComponent'], body['reportingInstance']) == ('my-operator', 'pod-123')
@@ -341,7 +341,7 @@ async def test_events_of_cluster_scoped_objects_go_to_the_default_namespace(
 ) -> None:
     posting.event(NODE, type='SomeType', reason='SomeReason')
     [event] = drain(event_queue)
-    assert posting.build_event_body(event, settings=settings)['metadata']['namespace'] == 'default'
+    assert posters.build_event_body(event, settings=settings)['metadata']['namespace'] == 'default'
 
 
 #
@@ -352,7 +352,7 @@ async def run_poster(
         queue: asyncio.Queue[posting.K8sEvent], client: RecordingClient, settings: OperatorSettings,
 ) -> None:
     """Run the poster until the queue is fully processed, then stop it."""
-    task = asyncio.create_task(posting.poster(event_queue=queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=queue, client=client, settings=settings))
     await queue.join()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -24,7 +24,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody
 from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.actions import loggers
-from kopf._core.engines import posting
+from kopf._core.engines import posters, posting
 
 POD1: Dict[str, Any] = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'p1', 'namespace': 'ns', 'uid': 'u1'}}
 POD2: Dict[str, Any] = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'p2', 'namespace': 'ns', 'uid': 'u2'}}
@@ -88,7 +88,7 @@ async def run_poster(queue: asyncio.Queue[posting.K8sEvent], client: ScriptedCli
     """Run the poster until every queued event is posted or given up; return the loop time it took."""
     loop = asyncio.get_running_loop()
     start = loop.time()
-    task = asyncio.create_task(posting.poster(event_queue=queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=queue, client=client, settings=settings))
     await queue.join()
     took = loop.time() - start
     task.cancel()
@@ -330,7 +330,7 @@ async def test_unlimited_workers_post_objects_concurrently(
 async def test_worker_limit_set_after_the_poster_started_applies(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings) -> None:
     client = ScriptedClient(delay=1)
-    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=event_queue, client=client, settings=settings))
     await asyncio.sleep(0)
     settings.posting.worker_limit = 1
     for pod in [POD1, POD2]:
@@ -347,7 +347,7 @@ async def test_idle_workers_exit_after_the_idle_timeout(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings, idle_timeout: float) -> None:
     settings.posting.idle_timeout = idle_timeout
     client = ScriptedClient()
-    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=event_queue, client=client, settings=settings))
     kopf.info(POD1, reason='R')
     await event_queue.join()
     loop = asyncio.get_running_loop()
@@ -365,7 +365,7 @@ async def test_an_object_gets_a_new_worker_after_the_old_one_exited(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings) -> None:
     settings.posting.idle_timeout = 1
     client = ScriptedClient()
-    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=event_queue, client=client, settings=settings))
     kopf.info(POD1, reason='A')
     await asyncio.sleep(5)
     kopf.info(POD1, reason='B')
@@ -378,7 +378,7 @@ async def test_an_object_gets_a_new_worker_after_the_old_one_exited(
 async def test_stopping_the_poster_stops_its_workers(
         event_queue: asyncio.Queue[posting.K8sEvent], settings: OperatorSettings) -> None:
     client = ScriptedClient(failures={'R': [forbidden()] * 10})
-    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=event_queue, client=client, settings=settings))
     kopf.info(POD1, reason='R', backoffs=[1000])
     await asyncio.sleep(0.05)
     task.cancel()
@@ -392,7 +392,7 @@ async def test_one_objects_flood_while_retrying_is_bounded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(posting, 'QUEUE_LIMIT', 3)
     client = ScriptedClient(failures={'R0': [forbidden()]})
-    task = asyncio.create_task(posting.poster(event_queue=event_queue, client=client, settings=settings))
+    task = asyncio.create_task(posters.poster(event_queue=event_queue, client=client, settings=settings))
     kopf.info(POD1, reason='R0', backoffs=[10])
     await asyncio.sleep(1)  # the first post has failed and waits for its retry
     for i in range(1, 10):

@@ -127,8 +127,9 @@ async def test_connections_over_the_limit_push_out_the_oldest_incomplete_ones(po
         connections.append((reader, writer))
     try:
         assert await exchange(port, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', timeout=1) == 200
-        oldest = [await closed_by_server(reader, timeout=1) for reader, _ in connections[:44]]
+        # The newest first: checked later, they could reach their head timeout on a slow machine.
         newest = [await closed_by_server(reader, timeout=0.01) for reader, _ in connections[-100:]]
+        oldest = [await closed_by_server(reader, timeout=1) for reader, _ in connections[:44]]
         assert oldest == [True] * 44
         assert newest == [False] * 100
     finally:

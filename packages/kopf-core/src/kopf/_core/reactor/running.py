@@ -31,6 +31,7 @@ from kopf._core.engines import (
     leases,
     metricserving,
     peering,
+    posters,
     posting,
     probing,
     sharders,
@@ -269,7 +270,7 @@ class _OperatorRun:
         event_queue: asyncio.Queue[posting.K8sEvent] = asyncio.Queue(maxsize=posting.QUEUE_LIMIT)
         posting.bind(event_queue=event_queue, settings=self.settings)
         posting.install_poster_handler()
-        tasks.append(asyncio.create_task(self._guard(posting.poster(
+        tasks.append(asyncio.create_task(self._guard(posters.poster(
             event_queue=event_queue, client=client, settings=self.settings)), name='poster of events'))
         tasks.append(asyncio.create_task(self._guard(observation.resource_observer(
             client=client, settings=self.settings, registry=self.registry, insights=self.insights)),
