@@ -107,7 +107,7 @@ def test_the_handlers_runs_by_outcome_and_their_durations(cluster: Cluster, name
     process.wait_for(r"\[.*/flaky\] Handler 'create_fn' succeeded\.", timeout=60)
     process.wait_for(r"\[.*/good\] Handler 'create_fn' succeeded\.", timeout=60)
 
-    content_type, text = poll(lambda: scrape(url), timeout=30)
+    content_type, _ = poll(lambda: scrape(url), timeout=30)
     assert content_type.startswith('text/plain; version=')
     # The results' own patches come back as events: scraped again once none of them waits.
     waiting = ('kopf_objects_waiting', frozenset({('resource', RESOURCE)}))
