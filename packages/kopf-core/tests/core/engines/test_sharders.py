@@ -30,7 +30,7 @@ class ListingClient(FakeLeaseClient):
     async def list_objects(self, resource: Any, *, namespace: str, label_selector: Optional[str] = None,
                            **_: Any) -> protocols.ObjectPage:
         await self._enter('list')
-        key, _, value = (label_selector or '').partition('=')
+        key, _sep, value = (label_selector or '').partition('=')
         items = [copy.deepcopy(body) for (ns, _name), body in sorted(self.api.leases.items())
                  if ns == namespace and (not key or (body['metadata'].get('labels') or {}).get(key) == value)]
         return protocols.ObjectPage(items=items, resource_version=str(self.api.version))
@@ -70,7 +70,7 @@ class Replica:
     def __init__(self, api: FakeLeaseApi, ledger: Ledger, identity: str) -> None:
         self.client = ListingClient(api)
         ref = leases.LeaseRef('ns', membership.lease_name('kopf-shard-test', identity))
-        self.member = membership.Member(client=self.client, ref=ref, prefix='kopf-shard-test',  # type: ignore
+        self.member = membership.Member(client=self.client, ref=ref, prefix='kopf-shard-test',
                                         identity=identity, field='uid', timings=TIMINGS)
         self.sharder = sharders.Sharder(member=self.member, apply=ledger.applier(ref.name))
         self.task = asyncio.create_task(self.sharder.run())

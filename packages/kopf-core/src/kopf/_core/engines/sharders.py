@@ -112,7 +112,11 @@ class Sharder:
     async def leave(self) -> None:
         """At the exit, once nothing is served anymore: delete our Lease for the others to take over at once."""
         async with self.lock:
-            await self.member.leave()
+            try:  # the exit goes on if the API server does not answer: the Lease expires by itself
+                await asyncio.wait_for(self.member.leave(), timeout=self.timings.retry_period)
+            except asyncio.TimeoutError:
+                logger.warning(f"Failed to delete the sharding's Lease {self.member.ref} in time; it expires by "
+                               f"itself in {self.timings.lease_duration:g}s.")
 
     def renewed(self) -> bool:
         """Whether our Lease was renewed within the renew deadline (else we must not serve anything)."""
