@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--minutes', type=float, default=2.0, help='how long the faults strike (default: 2)')
     parser.add_argument('--objects', type=int, default=30, help='how many objects live and die (default: 30)')
     parser.add_argument('--updates', type=int, default=3, help='updates of each object (default: 3)')
+    parser.add_argument('--replicas', type=int, default=1,
+                        help='sharded replicas (kopf run --shards=auto) if more than 1 (default: 1)')
     parser.add_argument('--seed', type=int, default=1, help='the seed of the fault schedule and the workload')
     parser.add_argument('--faults', default='all',
                         help="'all', 'none', or kind=per-minute,... over the defaults; kinds: "
@@ -35,15 +37,15 @@ def main(argv: list[str] | None = None) -> int:
         rates = _schedule.parse_rates(args.faults)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.minutes <= 0 or args.objects <= 0 or args.updates < 0:
-        parser.error('--minutes and --objects must be positive, --updates not negative.')
+    if args.minutes <= 0 or args.objects <= 0 or args.updates < 0 or args.replicas <= 0:
+        parser.error('--minutes, --objects and --replicas must be positive, --updates not negative.')
     if args.print_schedule:
         for fault in _schedule.make_schedule(args.seed, args.minutes * 60, rates):
             print(json.dumps(fault.__dict__))
         return 0
     workdir = args.workdir or pathlib.Path(tempfile.mkdtemp(prefix='kopf-chaos-'))
     config = SoakConfig(minutes=args.minutes, objects=args.objects, updates=args.updates, seed=args.seed,
-                        rates=rates, workdir=workdir)
+                        rates=rates, workdir=workdir, replicas=args.replicas)
     print(f'The journals and logs go to {workdir}.', flush=True)
     with ControlPlane(workdir / 'controlplane') as control_plane:
         result = run_soak(config, control_plane)

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import pathlib
+import random
 import secrets
 import time
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ class SoakConfig:
     waves: int = 10
     settle_timeout: float = 600   # after the faults stop, how long the workload may take to end
     wait_timeout: float = 300     # how long one object waits for the operator to store one change
+    replicas: int = 1             # more than one: sharded replicas (--shards=auto), killed one at a time
 
     @property
     def duration(self) -> float:
@@ -58,7 +60,8 @@ class SoakResult:
     def as_json(self) -> dict[str, Any]:
         return {
             'command': dict(minutes=self.config.minutes, objects=self.config.objects, seed=self.config.seed,
-                            updates=self.config.updates, rates=dict(self.config.rates)),
+                            updates=self.config.updates, rates=dict(self.config.rates),
+                            replicas=self.config.replicas),
             'line': self.report.line(),
             'passed': self.report.ok,
             'elapsed_seconds': round(self.elapsed, 1),
@@ -89,28 +92,36 @@ class _Soak:
             await self._prepare(api)
             proxy = _proxy.FaultProxy(cp.server, api.ssl_context, self.faults)
             kubeconfig = _write_kubeconfig(self.config.workdir / 'kubeconfig', await proxy.start(), cp.admin_token)
-            supervisor = Supervisor(namespace=self.namespace, kubeconfig=kubeconfig, runs=self.runs,
-                                    journal=self.faults, log_path=self.config.workdir / 'operator.log',
-                                    warmup=self.config.warmup)
+            supervisors = self._supervisors(kubeconfig)
             observer = Observer(api, self.namespace)
             background = [asyncio.create_task(observer.run())]
             try:
-                supervisor.start()
-                background.append(asyncio.create_task(supervisor.watch()))
-                await self._soak(api, proxy, supervisor, observer)
+                for supervisor in supervisors:
+                    supervisor.start()
+                    background.append(asyncio.create_task(supervisor.watch()))
+                await self._soak(api, proxy, supervisors, observer)
                 leftovers = await self._leftovers(api)
-                final_pid = supervisor.pid
-                memory_warm, memory_end = supervisor.memory()  # sampled by supervisor.watch(), before the stop
+                final_pid = supervisors[0].pid
+                memory_warm, memory_end = supervisors[0].memory()  # sampled by watch(), before the stop
             finally:
                 for task in background:
                     task.cancel()
                 await asyncio.gather(*background, return_exceptions=True)
-                supervisor.stop()
+                # In threads: the proxy serves the operators' last requests (e.g. leaving the shards) meanwhile.
+                await asyncio.gather(*(asyncio.to_thread(supervisor.stop) for supervisor in supervisors))
                 await proxy.stop()
         evidence = _invariants.Evidence(
             runs=_records.read(self.runs), actions=_records.read(self.actions), faults=_records.read(self.faults),
             leftovers=leftovers, final_pid=final_pid, memory_warm=memory_warm, memory_end=memory_end)
         return SoakResult(self.config, _invariants.check(evidence), self.schedule, time.monotonic() - started)
+
+    def _supervisors(self, kubeconfig: pathlib.Path) -> list[Supervisor]:
+        """One operator; or several sharded replicas, each with its own log and identity."""
+        sharded = self.config.replicas > 1
+        return [Supervisor(namespace=self.namespace, kubeconfig=kubeconfig, runs=self.runs, journal=self.faults,
+                           log_path=self.config.workdir / (f'operator-{index}.log' if sharded else 'operator.log'),
+                           warmup=self.config.warmup, replica=f'replica-{index}' if sharded else None)
+                for index in range(self.config.replicas)]
 
     async def _prepare(self, api: _api.Api) -> None:
         status, body = await api.request('POST', _CRDS, crd_manifest(GROUP, PLURAL, KIND))
@@ -131,7 +142,7 @@ class _Soak:
         conditions = ((body or {}).get('status') or {}).get('conditions') or [] if status == 200 else []
         return any(c.get('type') == 'Established' and c.get('status') == 'True' for c in conditions)
 
-    async def _soak(self, api: _api.Api, proxy: _proxy.FaultProxy, supervisor: Supervisor,
+    async def _soak(self, api: _api.Api, proxy: _proxy.FaultProxy, supervisors: list[Supervisor],
                     observer: Observer) -> None:
         config = self.config
         names = [f'obj-{index:05d}' for index in range(config.objects)]
@@ -140,12 +151,14 @@ class _Soak:
         # The lives of the last wave must have begun, and mostly ended, while the faults still strike.
         spread = config.duration * 0.7
         work = asyncio.create_task(workload.run(names, spread=spread, waves=config.waves, seed=config.seed))
-        await self._strike(proxy, supervisor, work)
+        await self._strike(proxy, supervisors, work)
         await asyncio.wait_for(work, timeout=config.settle_timeout)
 
-    async def _strike(self, proxy: _proxy.FaultProxy, supervisor: Supervisor, work: 'asyncio.Task[None]') -> None:
+    async def _strike(self, proxy: _proxy.FaultProxy, supervisors: list[Supervisor],
+                      work: 'asyncio.Task[None]') -> None:
         """Carry out the schedule at its moments; process faults one at a time, as they take seconds."""
         started = time.monotonic()
+        victims = random.Random(self.config.seed)  # which replica each kill strikes: the same for the same seed
         for fault in self.schedule:
             await asyncio.sleep(max(0.0, started + fault.at - time.monotonic()))
             if work.done():
@@ -153,7 +166,7 @@ class _Soak:
             if fault.kind in _schedule.WIRE_KINDS:
                 proxy.inject(fault)
             elif fault.kind == _schedule.KILL_OPERATOR:
-                supervisor.kill()
+                victims.choice(supervisors).kill()
             else:
                 await self._restart(fault.kind)
         await asyncio.sleep(max(0.0, started + self.config.duration - time.monotonic()))

@@ -30,10 +30,14 @@ class Incarnation:
 
 class Supervisor:
     def __init__(self, *, namespace: str, kubeconfig: pathlib.Path, runs: pathlib.Path, journal: pathlib.Path,
-                 log_path: pathlib.Path, warmup: float) -> None:
-        self._argv = [kopf_executable(), 'run', str(OPERATOR), '--standalone', '-n', namespace]
+                 log_path: pathlib.Path, warmup: float, replica: str | None = None) -> None:
+        # A replica of several: --shards=auto, its identity (and so its Lease) kept across its restarts.
+        sharded = ['--shards=auto'] if replica is not None else []
+        self._argv = [kopf_executable(), 'run', str(OPERATOR), '--standalone', '-n', namespace, *sharded]
         self._env = dict(os.environ, KUBECONFIG=str(kubeconfig), KOPF_CHAOS_RUNS=str(runs),
                          PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get('PYTHONPATH')])))
+        if replica is not None:
+            self._env['POD_ID'] = replica
         self._journal = journal
         self._log_path = log_path
         self._warmup = warmup

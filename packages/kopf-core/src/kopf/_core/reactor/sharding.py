@@ -121,8 +121,15 @@ class ShardServing:
         self.version += 1
         version = self.version
         self.changed.set()
-        async with self.applied:
-            await self.applied.wait_for(lambda: self.applied_version >= version)
+        # The daemons stop while the streams' workers finish (the sooner, the better when stepping down);
+        # then once more, for those spawned by the cycles that were finishing meanwhile.
+        early = asyncio.create_task(self._stop_daemons(lost)) if lost else None
+        try:
+            async with self.applied:
+                await self.applied.wait_for(lambda: self.applied_version >= version)
+        finally:
+            if early is not None:
+                await early
         if lost:
             await self._stop_daemons(lost)
 
