@@ -15,26 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import dataclasses
-import hashlib
-import ipaddress
 import logging
-import os
 import pathlib
-import socket
 import ssl
-import tempfile
-from typing import TYPE_CHECKING, AsyncGenerator, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, AsyncGenerator, Iterable, List, Optional
 
 import aiohttp.web
 
-from kopf_webhooks import _certs, _connections, _contexts, _parsing, _requests
+from kopf_webhooks import _addresses, _certs, _connections, _contexts, _parsing, _requests, _tls
+from kopf_webhooks._tls import StrPath as StrPath  # re-exported: the tunnels accept the same paths
 
 if TYPE_CHECKING:
     from kopf import WebhookClientConfig, WebhookFn
-
-StrPath = Union[str, 'os.PathLike[str]']
 
 logger = logging.getLogger('kopf.webhooks')
 
@@ -155,12 +147,8 @@ class WebhookServer(_contexts.WebhookContextManager):
             file_check_interval: float = 60.0,
     ) -> None:
         super().__init__()
-        if insecure and context is not None:
-            raise ValueError("The insecure mode cannot have an SSL context.")
-        if (certfile is None) != (pkeyfile is None):
-            raise ValueError("Both certfile= and pkeyfile= must be given, or neither.")
-        if not file_check_interval > 0:
-            raise ValueError(f"file_check_interval= must be a positive number of seconds, not {file_check_interval!r}.")
+        _check_options(insecure=insecure, context=context, certfile=certfile, pkeyfile=pkeyfile,
+                       file_check_interval=file_check_interval)
         self.addr = addr
         self.port = port
         self.path = path
@@ -204,14 +192,15 @@ class WebhookServer(_contexts.WebhookContextManager):
         )
         await runner.setup()
         try:
-            port = self.port or _get_free_port(self.addr)
+            port = self.port or _addresses.get_free_port(self.addr)
             site = _connections.GuardedSite(runner, self.addr or None, port,
                                             connections=connections, ssl_context=tls.context)
             await site.start()
-            port = _get_listening_port(runner)
+            port = _addresses.get_listening_port(runner)
             schema = 'http' if tls.context is None else 'https'
-            url = f"{schema}://{_format_host(hostname)}:{port}{root}"
-            logger.debug(f"Listening for webhooks at {schema}://{_format_host(self.addr or '*')}:{port}{root}")
+            url = f"{schema}://{_addresses.format_host(hostname)}:{port}{root}"
+            listened = _addresses.format_host(self.addr or '*')
+            logger.debug(f"Listening for webhooks at {schema}://{listened}:{port}{root}")
             logger.debug(f"Accessing the webhooks at {url}")
 
             client_config = _build_client_config(url, tls.cadata)
@@ -232,7 +221,7 @@ class WebhookServer(_contexts.WebhookContextManager):
 
     def _get_hostname(self) -> str:
         """The hostname to put into the URLs: the explicit one, the class's default, or the listened one."""
-        return self.host or self.DEFAULT_HOST or _get_accessible_addr(self.addr)
+        return self.host or self.DEFAULT_HOST or _addresses.get_accessible_addr(self.addr)
 
     def _warn_about_unused_options(self) -> None:
         """Some combinations leave some options without effect (as in Kopf): say so rather than ignore them."""
@@ -248,32 +237,32 @@ class WebhookServer(_contexts.WebhookContextManager):
             logger.warning("The generated certificate is verified by its generated CA: it goes to the webhooks' "
                            "caBundle instead of the given cadata/cafile (provide certfile & pkeyfile to use those).")
 
-    def _build_tls(self, hostname: str) -> _Tls:
+    def _build_tls(self, hostname: str) -> _tls.Tls:
         """The CA bundle for the clients (if any), the server's SSL context (none if insecure), the files used."""
         if self.insecure:
-            files = _TlsFiles(cafile=self.cafile if self.cadata is None else None)
+            files = _tls.TlsFiles(cafile=self.cafile if self.cadata is None else None)
             contents = files.read()
-            tls = _Tls(context=None, cadata=self.cadata or contents.ca, files=files, digest=contents.digest)
+            tls = _tls.Tls(context=None, cadata=self.cadata or contents.ca, files=files, digest=contents.digest)
         else:
             # Not create_default_context(): it trusts the system CAs for the clients' certificates,
             # so any publicly issued certificate would reach the handlers as a verified sslpeer.
             context = self.context if self.context is not None else ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._set_verification(context)
             if self.certfile is not None and self.pkeyfile is not None:
-                files = _TlsFiles(certfile=self.certfile, pkeyfile=self.pkeyfile,
+                files = _tls.TlsFiles(certfile=self.certfile, pkeyfile=self.pkeyfile,
                                   cafile=self.cafile if self.cadata is None else None)
                 contents = files.read()
-                _load_cert_chain(context, contents.cert or b'', contents.pkey or b'', self.password)
+                _tls.load_cert_chain(context, contents.cert or b'', contents.pkey or b'', self.password)
                 cadata = self._get_cadata(contents)
-                tls = _Tls(context=context, cadata=cadata, files=files, digest=contents.digest)
+                tls = _tls.Tls(context=context, cadata=cadata, files=files, digest=contents.digest)
             else:
                 chain, pkey = self.build_certificate(self._get_sans(hostname), self.password)
-                _load_cert_chain(context, chain, pkey, self.password)
-                tls = _Tls(context=context, cadata=_certs.get_ca(chain), files=_TlsFiles(), digest=None)
+                _tls.load_cert_chain(context, chain, pkey, self.password)
+                tls = _tls.Tls(context=context, cadata=_certs.get_ca(chain), files=_tls.TlsFiles(), digest=None)
         self._dump_cadata(tls.cadata)
         return tls
 
-    async def _reload_tls(self, tls: _Tls) -> bool:
+    async def _reload_tls(self, tls: _tls.Tls) -> bool:
         """
         Load the changed certificate files into the server's SSL context; return whether the CA bundle changed.
 
@@ -294,7 +283,7 @@ class WebhookServer(_contexts.WebhookContextManager):
             return False
         if tls.context is not None and contents.cert is not None and contents.pkey is not None:
             try:
-                _load_cert_chain(tls.context, contents.cert, contents.pkey, self.password, check=True)
+                _tls.load_cert_chain(tls.context, contents.cert, contents.pkey, self.password, check=True)
             except (ssl.SSLError, ValueError, OSError) as e:
                 tls.rejected = contents.digest
                 logger.warning(f"The changed certificate files of the webhook server cannot be loaded: {e}; "
@@ -332,7 +321,7 @@ class WebhookServer(_contexts.WebhookContextManager):
         candidates = [hostname, self.addr, *self.extra_sans, 'localhost', '127.0.0.1']
         return [candidate for candidate in candidates if candidate]
 
-    def _get_cadata(self, contents: _TlsContents) -> Optional[bytes]:
+    def _get_cadata(self, contents: _tls.TlsContents) -> Optional[bytes]:
         """The CA bundle to report for the provided certificate: the given one, or the certificate itself."""
         if self.cadata is not None:
             return self.cadata
@@ -343,65 +332,21 @@ class WebhookServer(_contexts.WebhookContextManager):
             pathlib.Path(self.cadump).write_bytes(cadata)
 
 
-@dataclasses.dataclass(frozen=True)
-class _TlsContents:
-    cert: Optional[bytes]
-    pkey: Optional[bytes]
-    ca: Optional[bytes]
-    digest: str  # of all of them: to notice changes without keeping the key in memory for long
-
-
-@dataclasses.dataclass(frozen=True)
-class _TlsFiles:
-    """The files of a server's TLS that are followed for changes (none for generated certificates)."""
-    certfile: Optional[StrPath] = None
-    pkeyfile: Optional[StrPath] = None
-    cafile: Optional[StrPath] = None
-
-    def __bool__(self) -> bool:
-        return self.certfile is not None or self.pkeyfile is not None or self.cafile is not None
-
-    def read(self) -> _TlsContents:
-        contents = [pathlib.Path(path).read_bytes() if path is not None else None
-                    for path in (self.certfile, self.pkeyfile, self.cafile)]
-        hasher = hashlib.sha256()
-        for content in contents:
-            hasher.update(b'-' if content is None else b'%d:%s' % (len(content), content))
-        cert, pkey, ca = contents
-        return _TlsContents(cert=cert, pkey=pkey, ca=ca, digest=hasher.hexdigest())
-
-
-@dataclasses.dataclass
-class _Tls:
-    """The state of a serving server's TLS: what is served and reported, and the files it came from."""
-    context: Optional[ssl.SSLContext]
-    cadata: Optional[bytes]
-    files: _TlsFiles
-    digest: Optional[str]  # of the files' contents that are served now
-    # What failed last, not to repeat the warnings at every check: the files' reading, or their contents.
-    read_error: Optional[str] = None
-    rejected: Optional[str] = None  # the digest of the contents that could not be loaded
-
-
-def _load_cert_chain(
-        context: ssl.SSLContext,
-        chain: bytes,
-        pkey: bytes,
-        password: Optional[str],
+def _check_options(
         *,
-        check: bool = False,
+        insecure: bool,
+        context: Optional[ssl.SSLContext],
+        certfile: Optional[StrPath],
+        pkeyfile: Optional[StrPath],
+        file_check_interval: float,
 ) -> None:
-    """
-    Load the certificate & key into the context, from the given contents (not from the files, which may change).
-
-    With ``check``, the same contents are loaded into a scratch context first: a failure
-    there leaves the served context as it was (loading a mismatching pair into it would not).
-    Loading into a context that serves is safe: the connections made so far keep their copies.
-    """
-    with _temporary_files(chain, pkey) as (certpath, pkeypath):
-        if check:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(certpath, pkeypath, password)
-        context.load_cert_chain(certpath, pkeypath, password)
+    """Refuse the contradicting or impossible options of a server, before it is used."""
+    if insecure and context is not None:
+        raise ValueError("The insecure mode cannot have an SSL context.")
+    if (certfile is None) != (pkeyfile is None):
+        raise ValueError("Both certfile= and pkeyfile= must be given, or neither.")
+    if not file_check_interval > 0:
+        raise ValueError(f"file_check_interval= must be a positive number of seconds, not {file_check_interval!r}.")
 
 
 def _build_client_config(url: str, cadata: Optional[bytes]) -> WebhookClientConfig:
@@ -409,69 +354,6 @@ def _build_client_config(url: str, cadata: Optional[bytes]) -> WebhookClientConf
     if cadata is not None:
         client_config['caBundle'] = base64.b64encode(cadata).decode('ascii')
     return client_config
-
-
-def _get_accessible_addr(addr: Optional[str]) -> str:
-    """An address to connect to: the listened one, its loopback for all interfaces (as in Kopf), or localhost."""
-    if not addr:
-        return 'localhost'
-    try:
-        ip = ipaddress.ip_address(addr)
-    except ValueError:
-        return addr
-    if ip.is_unspecified:
-        return '127.0.0.1' if ip.version == 4 else '::1'
-    return addr
-
-
-def _format_host(host: str) -> str:
-    """Put IPv6 addresses into brackets, as URLs require."""
-    try:
-        return f'[{host}]' if ipaddress.ip_address(host).version == 6 else host
-    except ValueError:
-        return host
-
-
-def _get_free_port(addr: Optional[str]) -> int:
-    """
-    A port for the server to listen on, when none is requested.
-
-    With a specific address, port 0 lets the OS pick a free one atomically.
-    Without an address, the server listens on all interfaces of all address
-    families (IPv4 & IPv6), and port 0 would give each of them a different
-    port; so, a port free on IPv4 is chosen in advance and used for all.
-    """
-    if addr:
-        return 0
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('', 0))
-        return int(sock.getsockname()[1])
-
-
-def _get_listening_port(runner: aiohttp.web.AppRunner) -> int:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:  # (host, port) or (host, port, flow, scope)
-            return int(address[1])
-    raise RuntimeError("The webhook server listens on no TCP port.")
-
-
-@contextlib.contextmanager
-def _temporary_files(*contents: bytes) -> Iterator[List[str]]:
-    """
-    Put the data into files for the time of the block.
-
-    :meth:`ssl.SSLContext.load_cert_chain` reads only files, not in-memory data.
-    The files are private to the user and are deleted right after the loading.
-    """
-    with tempfile.TemporaryDirectory(prefix='kopf-webhooks-') as tmpdir:
-        paths: List[str] = []
-        for index, content in enumerate(contents):
-            path = os.path.join(tmpdir, f'{index}.pem')
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, 'wb') as f:
-                f.write(content)
-            paths.append(path)
-        yield paths
 
 
 async def _sleep_forever() -> None:
