@@ -13,6 +13,7 @@ Outputs: the operator's log, and the objects as stored.
 import json
 import pathlib
 import re
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,16 +74,30 @@ def test_an_unstorable_result_is_dropped_once_and_the_success_kept(
     assert 'unserialisable_fn' not in obj.get('status', {})
 
 
-def test_a_spec_too_big_for_the_annotations_is_reported_once_with_what_to_do(
+def test_a_spec_too_big_for_the_annotations_is_stored_compressed(
         cluster: Cluster, namespace: str, operator: OperatorProcess) -> None:
     create(cluster, namespace, 'huge', 'plain', {'blob': 'x' * 300_000})
-    operator.wait_for(r"\[.*/huge\] The object's new state was rejected by the API server: .*Too long", timeout=60)
+    operator.wait_for(r"\[.*/huge\] The last-handled configuration .* it is stored compressed", timeout=60)
     carry_on(cluster, namespace, operator)
 
     log = operator.log
     assert count(log, namespace, 'huge', 'plain_fn handled huge') == 1, log
-    assert count(log, namespace, 'huge', 'rejected by the API server') == 1, log
-    assert 'kopf.StatusDiffBaseStorage()' in log
+    assert count(log, namespace, 'huge', 'it is stored compressed') == 1, log
+    assert 'rejected by the API server' not in log
+    assert 'Traceback' not in log
+
+
+def test_a_spec_too_big_even_compressed_is_reported_once_with_what_to_do(
+        cluster: Cluster, namespace: str, operator: OperatorProcess) -> None:
+    create(cluster, namespace, 'huge', 'plain', {'blob': secrets.token_urlsafe(225_000)})  # ~300 KB, random
+    operator.wait_for(r"\[.*/huge\] The last-handled configuration .* even compressed", timeout=60)
+    carry_on(cluster, namespace, operator)
+
+    log = operator.log
+    assert count(log, namespace, 'huge', 'plain_fn handled huge') == 1, log
+    assert count(log, namespace, 'huge', 'even compressed') == 1, log
+    assert 'kopf.StatusDiffBaseStorage' in log
+    assert 'rejected by the API server' not in log
     assert 'Traceback' not in log
 
 
