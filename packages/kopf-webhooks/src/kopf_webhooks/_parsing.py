@@ -126,88 +126,107 @@ def parse_in_slices(text: str, *, slice_duration: float = SLICE_DURATION) -> Gen
                 return e.value
             await asyncio.sleep(0)
     """
-    skip = _skip
     stack: List[_Frame] = []
     keys: Dict[str, str] = {}  # the same key strings for all objects, as json.loads does
-    end = len(text)
-    pos = skip(text, 0)
+    pos = _skip(text, 0)
     value: Any = None
-    expect_value = True  # at pos: a value (else: the next member of the innermost container)
+    step = _VALUE
     deadline = time.perf_counter() + slice_duration
     while True:
         if time.perf_counter() >= deadline:
             yield
             deadline = time.perf_counter() + slice_duration
 
-        if expect_value:
-            char = text[pos:pos + 1]
-            if char != '{' and char != '[':
-                try:
-                    value, pos = _scan_once(text, pos)
-                except StopIteration as e:
-                    raise json.JSONDecodeError("Expecting value", text, e.value) from None
-            else:
-                if len(stack) >= MAX_DEPTH:
-                    raise NestingTooDeepError(MAX_DEPTH)
-                frame = _Frame({}, '}') if char == '{' else _Frame([], ']')
-                pos = skip(text, pos + 1)
-                if text[pos:pos + 1] != frame.closer:
-                    stack.append(frame)
-                    expect_value = False
-                    continue
-                value = frame.container  # empty
-                pos += 1
+        # Each step is a value or a few members (a run in C); the characters are never walked one by one here.
+        if step == _VALUE:
+            pos, value, step = _parse_value(text, pos, stack)
         else:
-            frame = stack[-1]
-            if text[pos:pos + 1] == frame.closer:  # right after a comma
-                raise json.JSONDecodeError("Expecting value" if frame.closer == ']' else
-                                           "Expecting property name enclosed in double quotes", text, pos)
-            if frame.runs:
-                budget = min(MAX_DEPTH - len(stack), C_DEPTH, sys.getrecursionlimit() // 2)
-                ran = _parse_run(text, pos, frame, budget=budget)
-                if ran is not None:
-                    pos, closed = ran
-                    if not closed:
-                        continue  # at the next member
-                    stack.pop()
-                    value = frame.container
-                    # and go on with the closed container as a value of its parent
-                else:
-                    frame.runs = False
-            if not frame.runs:
-                frame.member_start = pos
-                if frame.closer == '}':
-                    frame.key, pos = _parse_key(text, pos, keys)
-                expect_value = True
-                continue
-
-        # A value is complete at pos: attach it to its container; close the containers that end here.
-        while True:
-            if not stack:
-                pos = skip(text, pos)
-                if pos != end:
-                    raise json.JSONDecodeError("Extra data", text, pos)
+            pos, value, step = _parse_members(text, pos, stack, keys)
+        if step == _COMPLETE:
+            pos, value, step = _attach_value(text, pos, value, stack)
+            if step == _COMPLETE:
                 return value
-            frame = stack[-1]
-            if frame.key is None:
-                frame.container.append(value)  # type: ignore[union-attr]
-            else:
-                frame.container[frame.key] = value  # type: ignore[call-overload]
-                frame.key = None
-            if not frame.runs and pos - frame.member_start <= _RUN_SIZE // 8:
-                frame.runs = True  # small members again: try them in runs
-            pos = skip(text, pos)
-            char = text[pos:pos + 1]
-            if char == ',':
-                frame.separator = _get_separator(text, pos)
-                pos = skip(text, pos + 1)
-                expect_value = False
-                break
-            if char != frame.closer:
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
+
+# What is at the position after a step of the parsing: a value, the next member(s) of the innermost
+# container (a key or a run of members), or nothing more: a value is complete (the document, if the last).
+_VALUE = 0
+_MEMBERS = 1
+_COMPLETE = 2
+
+
+def _parse_value(text: str, pos: int, stack: List[_Frame]) -> Tuple[int, Any, int]:
+    """Parse a scalar or an empty container at once, or open a non-empty container for its members."""
+    char = text[pos:pos + 1]
+    if char != '{' and char != '[':
+        try:
+            value, pos = _scan_once(text, pos)
+        except StopIteration as e:
+            raise json.JSONDecodeError("Expecting value", text, e.value) from None
+        return pos, value, _COMPLETE
+    if len(stack) >= MAX_DEPTH:
+        raise NestingTooDeepError(MAX_DEPTH)
+    frame = _Frame({}, '}') if char == '{' else _Frame([], ']')
+    pos = _skip(text, pos + 1)
+    if text[pos:pos + 1] != frame.closer:
+        stack.append(frame)
+        return pos, None, _MEMBERS
+    return pos + 1, frame.container, _COMPLETE  # empty
+
+
+def _parse_members(text: str, pos: int, stack: List[_Frame], keys: Dict[str, str]) -> Tuple[int, Any, int]:
+    """Parse a run of the innermost container's members in C if it can be cut, else start one member."""
+    frame = stack[-1]
+    if text[pos:pos + 1] == frame.closer:  # right after a comma
+        raise json.JSONDecodeError("Expecting value" if frame.closer == ']' else
+                                   "Expecting property name enclosed in double quotes", text, pos)
+    if frame.runs:
+        budget = min(MAX_DEPTH - len(stack), C_DEPTH, sys.getrecursionlimit() // 2)
+        ran = _parse_run(text, pos, frame, budget=budget)
+        if ran is not None:
+            pos, closed = ran
+            if not closed:
+                return pos, None, _MEMBERS  # at the next member
             stack.pop()
-            value = frame.container
-            pos += 1
+            return pos, frame.container, _COMPLETE  # a value of its parent
+        frame.runs = False
+    frame.member_start = pos
+    if frame.closer == '}':
+        frame.key, pos = _parse_key(text, pos, keys)
+    return pos, None, _VALUE
+
+
+def _attach_value(text: str, pos: int, value: Any, stack: List[_Frame]) -> Tuple[int, Any, int]:
+    """
+    Attach a complete value to its container; close the containers that end after it.
+
+    Returns the position of the next member (after a comma), or the document's value
+    if there is no container left (and nothing but whitespace after it).
+    """
+    skip = _skip
+    while stack:
+        frame = stack[-1]
+        if frame.key is None:
+            frame.container.append(value)  # type: ignore[union-attr]
+        else:
+            frame.container[frame.key] = value  # type: ignore[call-overload]
+            frame.key = None
+        if not frame.runs and pos - frame.member_start <= _RUN_SIZE // 8:
+            frame.runs = True  # small members again: try them in runs
+        pos = skip(text, pos)
+        char = text[pos:pos + 1]
+        if char == ',':
+            frame.separator = _get_separator(text, pos)
+            return skip(text, pos + 1), None, _MEMBERS
+        if char != frame.closer:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        stack.pop()
+        value = frame.container
+        pos += 1
+    pos = skip(text, pos)
+    if pos != len(text):
+        raise json.JSONDecodeError("Extra data", text, pos)
+    return pos, value, _COMPLETE
 
 
 def _parse_run(text: str, pos: int, frame: _Frame, *, budget: int) -> Optional[Tuple[int, bool]]:
