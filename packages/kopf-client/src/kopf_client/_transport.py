@@ -174,65 +174,113 @@ class Transport:
             what = f'{method} {url}'
             if budget.attempt > 1:
                 logger.debug(f"Request attempt {budget.label}: {what}")
-            try:
-                lease = await self._sessions.lease(key, info)
-            except (OSError, ValueError) as exc:  # incl. ssl.SSLError
-                # Unusable TLS material (a missing CA file, a malformed certificate):
-                # as useless as a rejected token; other or re-obtained credentials may work.
-                logger.error(f"Credentials are unusable and are invalidated: {exc!r}")
-                await self._vault.invalidate(key, info, exc=exc)
+            lease = await self._lease(key, info)
+            if lease is None:
                 continue
-
-            response: Optional[aiohttp.ClientResponse] = None
-            started = time.monotonic()
-            try:
-                response = await lease.session.request(
-                    method, url, params=params, data=data, headers=headers, timeout=timeout, proxy=lease.proxy)
-                payload, text = (None, '') if stream and response.status < 400 else (
-                    await _responses.read_body(response))
-            except _retrying.NETWORK_ERRORS as exc:
-                kopf.metrics.record_api_request('WATCH' if stream else method, 'error', time.monotonic() - started)
-                await self._finish(response, lease)
-                if await self._should_retry(budget, what, exc):
-                    continue
-                raise
-            except RuntimeError as exc:
-                await self._finish(response, lease)
-                if not lease.session.closed:
-                    raise
-                # A login handler's own session, closed by its owner: as useless as a rejected token.
-                logger.error(f"The session of the credentials is closed; they are invalidated: {what}")
-                await self._vault.invalidate(key, info, exc=exc)
-                await self._sessions.retire(key, info)
+            received = await self._request(
+                key, info, lease, budget, what, method, url,
+                params=params, data=data, headers=headers, timeout=timeout, stream=stream)
+            if received is None:
                 continue
-            except BaseException:
-                await self._finish(response, lease)
-                raise
-            kopf.metrics.record_api_request('WATCH' if stream else method, str(response.status),
-                                            time.monotonic() - started)
-
+            response, payload, text = received
             if response.status < 400:
                 if budget.attempt > 1:  # after a failure warned about: it is over now
                     logger.info(f"Request attempt {budget.label} succeeded: {what}")
                 if not stream:
                     await self._finish(response, lease)
                 return Reply(response=response, payload=payload, lease=lease)
-
             await self._finish(response, lease)
             error = _responses.make_error(status=response.status, payload=payload, text=text,
                                           headers=response.headers)
-            if isinstance(error, clients.APIUnauthorizedError):
-                logger.debug(f"Request {method} {path} is unauthorized; invalidating the credentials: {error}")
-                await self._vault.invalidate(key, info, exc=error)
-                await self._sessions.retire(key, info)
-                continue
-            if isinstance(error, clients.APITooManyRequestsError):
-                if await self._should_retry(budget, what, error, delay=error.retry_after):
-                    continue
-            elif isinstance(error, clients.APIServerError) and retry_server_errors:
-                if await self._should_retry(budget, what, error):
-                    continue
-            raise error
+            await self._retry_or_raise(key, info, budget, what, f'{method} {path}', error,
+                                       retry_server_errors=retry_server_errors)
+
+    async def _lease(self, key: clients.VaultKey, info: clients.ConnectionInfo) -> Optional[_sessions.Lease]:
+        """A session for the credentials; none if they cannot make one (they are invalidated then)."""
+        try:
+            return await self._sessions.lease(key, info)
+        except (OSError, ValueError) as exc:  # incl. ssl.SSLError
+            # Unusable TLS material (a missing CA file, a malformed certificate):
+            # as useless as a rejected token; other or re-obtained credentials may work.
+            logger.error(f"Credentials are unusable and are invalidated: {exc!r}")
+            await self._vault.invalidate(key, info, exc=exc)
+            return None
+
+    async def _request(
+            self,
+            key: clients.VaultKey,
+            info: clients.ConnectionInfo,
+            lease: _sessions.Lease,
+            budget: _retrying.RetryBudget,
+            what: str,
+            method: str,
+            url: str,
+            *,
+            params: Optional[Params],
+            data: Optional[bytes],
+            headers: Dict[str, str],
+            timeout: aiohttp.ClientTimeout,
+            stream: bool,
+    ) -> Optional[tuple[aiohttp.ClientResponse, Any, str]]:
+        """
+        One attempt: the response with its payload & text (read unless a successful stream).
+
+        None if the attempt is to be repeated: after a retried network error, or with other
+        credentials if the session of these ones is closed; the lease is given back then.
+        """
+        response: Optional[aiohttp.ClientResponse] = None
+        started = time.monotonic()
+        try:
+            response = await lease.session.request(
+                method, url, params=params, data=data, headers=headers, timeout=timeout, proxy=lease.proxy)
+            payload, text = (None, '') if stream and response.status < 400 else (
+                await _responses.read_body(response))
+        except _retrying.NETWORK_ERRORS as exc:
+            kopf.metrics.record_api_request('WATCH' if stream else method, 'error', time.monotonic() - started)
+            await self._finish(response, lease)
+            if await self._should_retry(budget, what, exc):
+                return None
+            raise
+        except RuntimeError as exc:
+            await self._finish(response, lease)
+            if not lease.session.closed:
+                raise
+            # A login handler's own session, closed by its owner: as useless as a rejected token.
+            logger.error(f"The session of the credentials is closed; they are invalidated: {what}")
+            await self._vault.invalidate(key, info, exc=exc)
+            await self._sessions.retire(key, info)
+            return None
+        except BaseException:
+            await self._finish(response, lease)
+            raise
+        kopf.metrics.record_api_request('WATCH' if stream else method, str(response.status),
+                                        time.monotonic() - started)
+        return response, payload, text
+
+    async def _retry_or_raise(
+            self,
+            key: clients.VaultKey,
+            info: clients.ConnectionInfo,
+            budget: _retrying.RetryBudget,
+            what: str,
+            request: str,
+            error: clients.APIError,
+            *,
+            retry_server_errors: bool,
+    ) -> None:
+        """Return if the failed request is to be repeated (after a back-off, or with other credentials), else raise."""
+        if isinstance(error, clients.APIUnauthorizedError):
+            logger.debug(f"Request {request} is unauthorized; invalidating the credentials: {error}")
+            await self._vault.invalidate(key, info, exc=error)
+            await self._sessions.retire(key, info)
+            return
+        if isinstance(error, clients.APITooManyRequestsError):
+            if await self._should_retry(budget, what, error, delay=error.retry_after):
+                return
+        elif isinstance(error, clients.APIServerError) and retry_server_errors:
+            if await self._should_retry(budget, what, error):
+                return
+        raise error
 
     async def _finish(self, response: Optional[aiohttp.ClientResponse], lease: _sessions.Lease) -> None:
         """Release the response (as aiohttp's own context manager does) and give the session back."""
