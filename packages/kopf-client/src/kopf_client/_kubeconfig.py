@@ -109,31 +109,9 @@ def read_kubeconfig(
     """The credentials of the current context of the merged kubeconfig files."""
     config = _merge([_load(path) for path in paths])
     where = ', '.join(str(path) for path in paths)
-
-    if not config.current_context:
-        raise KubeconfigError(f"The kubeconfig has no current context (set one with "
-                              f"`kubectl config use-context NAME`): {where}")
-    context = config.contexts.get(config.current_context)
-    if context is None:
-        raise KubeconfigError(f"The current context {config.current_context!r} "
-                              f"is not defined in the kubeconfig: {where}")
-
-    cluster_name = context.fields.get('cluster')
-    if not cluster_name:
-        raise KubeconfigError(f"The context {context.name!r} has no cluster in {context.origin}")
-    cluster = config.clusters.get(cluster_name)
-    if cluster is None:
-        raise KubeconfigError(f"The cluster {cluster_name!r} of the context {context.name!r} "
-                              f"is not defined in the kubeconfig: {where}")
-    server = cluster.fields.get('server')
-    if not server:
-        raise KubeconfigError(f"The cluster {cluster.name!r} has no server in {cluster.origin}")
-
-    user_name = context.fields.get('user')
-    user = config.users.get(user_name) if user_name else None
-    if user_name and user is None:
-        raise KubeconfigError(f"The user {user_name!r} of the context {context.name!r} "
-                              f"is not defined in the kubeconfig: {where}")
+    context = _find_current_context(config, where=where)
+    cluster, server = _find_cluster(config, context, where=where)
+    user = _find_user(config, context, where=where)
     source = describe_cluster(cluster.name, context=context.name, origin=cluster.origin)
     insecure = read_insecure_flag(cluster.fields, source=source)
 
@@ -164,6 +142,42 @@ def read_kubeconfig(
     )
     _tls.warn_if_insecure(info, logger=logger or _logger, source=source)
     return info
+
+
+def _find_current_context(config: _Config, *, where: str) -> _Named:
+    if not config.current_context:
+        raise KubeconfigError(f"The kubeconfig has no current context (set one with "
+                              f"`kubectl config use-context NAME`): {where}")
+    context = config.contexts.get(config.current_context)
+    if context is None:
+        raise KubeconfigError(f"The current context {config.current_context!r} "
+                              f"is not defined in the kubeconfig: {where}")
+    return context
+
+
+def _find_cluster(config: _Config, context: _Named, *, where: str) -> tuple[_Named, Any]:
+    """The context's cluster and its server (required both)."""
+    cluster_name = context.fields.get('cluster')
+    if not cluster_name:
+        raise KubeconfigError(f"The context {context.name!r} has no cluster in {context.origin}")
+    cluster = config.clusters.get(cluster_name)
+    if cluster is None:
+        raise KubeconfigError(f"The cluster {cluster_name!r} of the context {context.name!r} "
+                              f"is not defined in the kubeconfig: {where}")
+    server = cluster.fields.get('server')
+    if not server:
+        raise KubeconfigError(f"The cluster {cluster.name!r} has no server in {cluster.origin}")
+    return cluster, server
+
+
+def _find_user(config: _Config, context: _Named, *, where: str) -> Optional[_Named]:
+    """The context's user, if it names one."""
+    user_name = context.fields.get('user')
+    user = config.users.get(user_name) if user_name else None
+    if user_name and user is None:
+        raise KubeconfigError(f"The user {user_name!r} of the context {context.name!r} "
+                              f"is not defined in the kubeconfig: {where}")
+    return user
 
 
 def read_proxy_url(cluster: Mapping[str, Any], *, source: str) -> Optional[str]:
