@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from typing import Any, AsyncIterator, Dict, Iterator, Mapping, NamedTuple, Optional, Set
+from typing import Any, AsyncGenerator, AsyncIterator, Dict, Iterator, Literal, Mapping, NamedTuple, Optional, Set
 
 from kopf._cogs.aiokits import aioretries
 from kopf._cogs.clients import errors as apierrors
@@ -70,71 +70,117 @@ async def continuous_watch(
         query = dataclasses.replace(query, shard_selector=shard_selector)
     stream = _Stream(query=query, shards=selecting.ShardFilter(query.shard_selector, resource=resource),
                      streaming=settings.watching.initial_streaming, on_listed=on_listed)
-    forbidden = permissions.ForbiddenRetries(resource=resource, namespace=namespace)
-    broken = aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
-                               meanwhile="reconnecting from the last known version")
-    absences = 0  # how many times in a row the resource was not found
+    health = _Health(forbidden=permissions.ForbiddenRetries(resource=resource, namespace=namespace),
+                     broken=aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
+                                              meanwhile="reconnecting from the last known version"))
     # Counted while the stream lives (the source is dropped with it), read only when the metrics are.
     instruments.OBJECTS_WATCHED.add_weak_source((resource.name,), stream, lambda owner: len(owner.known))
     for attempt in itertools.count():  # every attempt but the first is a restart of the stream
         instruments.WATCH_RESTARTS.inc((resource.name,), 1.0 if attempt else 0.0)
-        verb = 'list' if stream.resource_version is None and not stream.streaming else 'watch'  # RBAC's verbs
+        health.verb = 'list' if stream.resource_version is None and not stream.streaming else 'watch'  # RBAC's
         try:
-            if stream.resource_version is None and not stream.streaming:
-                async for event in _list_as_events(client=client, settings=settings, resource=resource,
-                                                   namespace=namespace, stream=stream):
-                    forbidden.succeeded(verb)  # at the first page already: the listing may take long
-                    broken.over()
+            attempt_events = _list_and_watch(client=client, settings=settings, resource=resource,
+                                             namespace=namespace, stream=stream, health=health)
+            async with contextlib.aclosing(attempt_events):  # when this stream ends, not when collected
+                async for event in attempt_events:
                     yield event
-                verb = 'watch'
-            async for watched in _watch_as_events(client=client, settings=settings, resource=resource,
-                                                  namespace=namespace, stream=stream):
-                forbidden.succeeded(verb)  # a bookmark (None here) proves the stream works too
-                broken.over()
-                absences = 0
-                if watched is not None:
-                    yield watched
-            forbidden.succeeded(verb)
-            broken.over()
-        except apierrors.APIForbiddenError as e:
-            if not retry_forbidden:
-                raise
-            await forbidden.wait(verb, e)
-            continue
-        except apierrors.APIGoneError:
-            logger.debug(f"The resourceVersion of {resource!r} is too old: re-listing.")
-            stream.resource_version = None
-        except apierrors.APINotFoundError:
-            # The resource is gone (its CRD deleted): the observer stops this stream soon;
-            # until then, re-list (the CRD may come back), slower and slower, not hammering the API.
-            delay = aioretries.backoff(absences)
-            absences += 1
-            logger.debug(f"The resource {resource!r} is not found: re-listing in {delay:g}s.")
-            stream.resource_version = None
-            await asyncio.sleep(delay)
-            continue
-        except asyncio.TimeoutError:
-            # Silent for longer than settings.watching.inactivity_timeout: presumed dead (in Kopf's words).
-            logger.debug(f"Watch-stream for {resource!r} {where(namespace)} is inactive, reconnecting.")
-        except (apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError) as e:
-            # A dead or broken stream: reconnect from the last known version.
-            logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
-        except apierrors.APIError as e:
-            if not _refuses_streaming(stream, e):
-                raise  # other refusals of the API are not transient: the orchestrator restarts the stream
-            logger.warning(f"The API server refuses streaming lists of {resource!r} ({e}): listing them instead. "
-                           f"Kubernetes 1.34+ streams lists by default (1.27-1.33 with the WatchList "
-                           f"feature gate); or turn settings.watching.initial_streaming off.")
-            stream.streaming = False
-            continue
-        except shards.ShardSelectorError:
-            raise  # the configuration is wrong: no retry will fix it
         except Exception as e:
-            # The client's transport failed after its retries (the core does not know its classes,
-            # e.g. a disconnect or a cut payload): the stream reconnects, slower and slower.
-            await broken.wait(e)
-            continue
+            action = await _recover(e, resource=resource, namespace=namespace, stream=stream, health=health,
+                                    retry_forbidden=retry_forbidden)
+            if action == 'raise':
+                raise
+            if action == 'restart':
+                continue
         await asyncio.sleep(settings.watching.reconnect_backoff)
+
+
+@dataclasses.dataclass
+class _Health:
+    """What a stream's restarts remember of its failures, and the RBAC verb of its current request."""
+    forbidden: permissions.ForbiddenRetries
+    broken: aioretries.Outage
+    verb: str = 'list'
+    absences: int = 0  # how many times in a row the resource was not found
+
+    def succeeded(self) -> None:
+        self.forbidden.succeeded(self.verb)
+        self.broken.over()
+
+
+async def _list_and_watch(
+        *,
+        client: protocols.ApiClient,
+        settings: configuration.OperatorSettings,
+        resource: references.Resource,
+        namespace: references.Namespace,
+        stream: _Stream,
+        health: _Health,
+) -> AsyncGenerator[typedefs.RawEvent, None]:
+    """One attempt of the stream: the listing if needed, then watching until the server closes it."""
+    if stream.resource_version is None and not stream.streaming:
+        async for event in _list_as_events(client=client, settings=settings, resource=resource,
+                                           namespace=namespace, stream=stream):
+            health.succeeded()  # at the first page already: the listing may take long
+            yield event
+        health.verb = 'watch'
+    async for watched in _watch_as_events(client=client, settings=settings, resource=resource,
+                                          namespace=namespace, stream=stream):
+        health.succeeded()  # a bookmark (None here) proves the stream works too
+        health.absences = 0
+        if watched is not None:
+            yield watched
+    health.succeeded()
+
+
+async def _recover(
+        e: Exception,
+        *,
+        resource: references.Resource, namespace: references.Namespace,
+        stream: _Stream,
+        health: _Health,
+        retry_forbidden: bool,
+) -> Literal['raise', 'restart', 'reconnect']:
+    """After a failed attempt: raise the error, restart at once (after the wait here, if any), or reconnect later."""
+    if isinstance(e, apierrors.APIForbiddenError):
+        if not retry_forbidden:
+            return 'raise'
+        await health.forbidden.wait(health.verb, e)
+        return 'restart'
+    if isinstance(e, apierrors.APIGoneError):
+        logger.debug(f"The resourceVersion of {resource!r} is too old: re-listing.")
+        stream.resource_version = None
+        return 'reconnect'
+    if isinstance(e, apierrors.APINotFoundError):
+        # The resource is gone (its CRD deleted): the observer stops this stream soon;
+        # until then, re-list (the CRD may come back), slower and slower, not hammering the API.
+        delay = aioretries.backoff(health.absences)
+        health.absences += 1
+        logger.debug(f"The resource {resource!r} is not found: re-listing in {delay:g}s.")
+        stream.resource_version = None
+        await asyncio.sleep(delay)
+        return 'restart'
+    if isinstance(e, asyncio.TimeoutError):
+        # Silent for longer than settings.watching.inactivity_timeout: presumed dead (in Kopf's words).
+        logger.debug(f"Watch-stream for {resource!r} {where(namespace)} is inactive, reconnecting.")
+        return 'reconnect'
+    if isinstance(e, (apierrors.APIServerError, apierrors.APITooManyRequestsError, OSError)):
+        # A dead or broken stream: reconnect from the last known version.
+        logger.debug(f"The watch-stream of {resource!r} is interrupted: {e!r}; reconnecting.")
+        return 'reconnect'
+    if isinstance(e, apierrors.APIError):
+        if not _refuses_streaming(stream, e):
+            return 'raise'  # other refusals of the API are not transient: the orchestrator restarts the stream
+        logger.warning(f"The API server refuses streaming lists of {resource!r} ({e}): listing them instead. "
+                       f"Kubernetes 1.34+ streams lists by default (1.27-1.33 with the WatchList "
+                       f"feature gate); or turn settings.watching.initial_streaming off.")
+        stream.streaming = False
+        return 'restart'
+    if isinstance(e, shards.ShardSelectorError):
+        return 'raise'  # the configuration is wrong: no retry will fix it
+    # The client's transport failed after its retries (the core does not know its classes,
+    # e.g. a disconnect or a cut payload): the stream reconnects, slower and slower.
+    await health.broken.wait(e)
+    return 'restart'
 
 
 @dataclasses.dataclass
