@@ -26,7 +26,7 @@ def test_the_options_go_to_the_operator(runner: CliRunner, kopf_run: Any, operat
 
 
 @pytest.mark.parametrize('args', [['--shards=manual'], ['--shards=auto', '--shard-by=name']])
-def test_other_values_are_refused(runner: CliRunner, kopf_run: Any, operator_file: str, args: list) -> None:
+def test_other_values_are_refused(runner: CliRunner, kopf_run: Any, operator_file: str, args: list[str]) -> None:
     result = runner.invoke(main, ['run', operator_file, *args])
     assert result.exit_code == 2
     assert "Invalid value for" in result.output

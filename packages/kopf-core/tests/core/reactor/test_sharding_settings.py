@@ -102,6 +102,6 @@ async def test_the_served_slots_become_the_streams_selector() -> None:
     await asyncio.wait_for(applying, timeout=1)
     applying = asyncio.create_task(serving.apply(sharding.ALL_SLOTS))
     await asyncio.sleep(0)
-    assert selector_of(serving) is None and not serving.idle  # all objects: no selector at all
+    assert selector_of(serving) is None and serving.slots == sharding.ALL_SLOTS  # all: no selector at all
     await serving.mark_applied(serving.version)
     await asyncio.wait_for(applying, timeout=1)
