@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Awaitable, Callable, Dict, Optional, Set, Tuple
+from typing import AsyncIterator, Awaitable, Callable, Dict, Optional, Set, Tuple
 
 from kopf._cogs.aiokits import aioretries, aiostopping
 from kopf._cogs.configs import configuration
@@ -130,9 +130,9 @@ async def _serve(
 
     listed = asyncio.Event()
     indexed = context.registry.has_indexing_handlers(resource=resource)
-    events = watching.continuous_watch(client=context.client, settings=settings,
-                                       resource=resource, namespace=namespace, on_listed=listed,
-                                       shard_selector=shard_selector)
+    events = _honouring_cancellation(watching.continuous_watch(
+        client=context.client, settings=settings, resource=resource, namespace=namespace, on_listed=listed,
+        shard_selector=shard_selector))
     marker = asyncio.create_task(_mark_when_listed(listed, (readiness, listing), (resource, namespace)))
     try:
         with watching.announced(resource, namespace):
@@ -140,6 +140,23 @@ async def _serve(
                                    preprocessor=index if indexed else None, resource=resource.name)
     finally:
         marker.cancel()
+
+
+async def _honouring_cancellation(events: AsyncIterator[typedefs.RawEvent]) -> AsyncIterator[typedefs.RawEvent]:
+    """
+    Stop the stream at its next event if its task is being cancelled, even if the cancellation got lost.
+
+    On Python 3.11, ``asyncio.wait_for()`` (e.g. the watch's inactivity timeout) returns the
+    result instead of raising when the cancellation meets a chunk that has just arrived: the
+    stream would go on for ever, and a paused operator, or a replica after a hand-over of its
+    shards, would keep handling the objects.
+    """
+    task = asyncio.current_task()
+    cancelling = getattr(task, 'cancelling', None)  # Python 3.11+: the cancellations requested and not undone
+    async for event in events:
+        if cancelling is not None and cancelling():
+            raise asyncio.CancelledError()
+        yield event
 
 
 async def _mark_when_listed(
