@@ -22,6 +22,7 @@ step() {
 step "lint: ruff"           hatch run lint:check-ruff
 step "lint: mypy --strict"  hatch run lint:check-types
 step "lint: import contracts" hatch run lint:check-imports
+step "lint: module and function sizes" python3 scripts/check_sizes.py
 # The documentation site, built strictly (a broken link or reference fails), and its
 # executed pages and manifests (the getting-started and testing pages' blocks, the
 # deployment manifests dry-run on the server).

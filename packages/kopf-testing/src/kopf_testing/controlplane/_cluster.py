@@ -35,7 +35,19 @@ import time
 from types import TracebackType
 from typing import Any
 
-from . import _commands, _credentials, _files, _gates, _https, _kubeconfigs, _lookup, _metrics, _ports, _processes
+from . import (
+    _commands,
+    _credentials,
+    _files,
+    _gates,
+    _health,
+    _https,
+    _kubeconfigs,
+    _lookup,
+    _metrics,
+    _ports,
+    _processes,
+)
 from ._credentials import ADMIN_USER, NON_ADMIN_USER
 
 ETCD = 'etcd'
@@ -255,7 +267,7 @@ class ControlPlane:
         if process is not None:
             process.stop(timeout=self._stop_timeout)
         self._spawn(ETCD, _commands.make_etcd_argv(self.bin_dir, self._layout, self.ports))
-        self._wait_until(ETCD, self._is_etcd_healthy)
+        self._wait_until(ETCD, lambda: _health.etcd_is_healthy(self._layout, self.ports))
         self._save_state()
 
     # --- Observing ---
@@ -317,12 +329,12 @@ class ControlPlane:
     def _start_servers(self) -> None:
         self._write_kubeconfigs()  # they name the API server's port, which changes between attempts
         self._spawn(ETCD, _commands.make_etcd_argv(self.bin_dir, self._layout, self.ports))
-        self._wait_until(ETCD, self._is_etcd_healthy)
+        self._wait_until(ETCD, lambda: _health.etcd_is_healthy(self._layout, self.ports))
         self._spawn_apiserver()
         self._wait_for_apiserver()
         self._spawn(CONTROLLER_MANAGER, _commands.make_controller_manager_argv(
             self.bin_dir, self._layout, self.ports, feature_gates=self._feature_gates))
-        self._wait_until(CONTROLLER_MANAGER, self._is_controller_manager_healthy)
+        self._wait_until(CONTROLLER_MANAGER, lambda: _health.controller_manager_is_healthy(self.ports))
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         self._processes[name] = _processes.Process.spawn(name, argv, log_path=self._layout.log(name))
@@ -335,7 +347,7 @@ class ControlPlane:
         # /readyz includes etcd and the post-start hooks (RBAC bootstrap roles, etc.);
         # the `default` namespace is created a moment later by a controller inside the API server.
         self._wait_until(APISERVER, self.is_ready)
-        self._wait_until(APISERVER, self._has_default_namespace)
+        self._wait_until(APISERVER, lambda: _health.has_default_namespace(self.server, self._admin_context()))
 
     def _stop_processes(self) -> None:
         for name in reversed(_START_ORDER):
@@ -368,36 +380,6 @@ class ControlPlane:
                 raise ControlPlaneError(f'{name} is not ready after {self._start_timeout}s; '
                                         f'the log {process.log_path} ends with:\n{process.read_log_tail()}')
             time.sleep(_POLL_INTERVAL)
-
-    def _is_etcd_healthy(self) -> bool:
-        # etcd lets in only the holders of its CA's client certificates: we borrow the API server's.
-        context = _https.make_ssl_context(
-            ca_path=self._layout.pem('etcd-ca'), cert_path=self._layout.pem('apiserver-etcd-client'),
-            key_path=self._layout.pem('apiserver-etcd-client-key'))
-        try:
-            status, body = _https.get(f'{_commands.etcd_client_url(self.ports)}/health', context=context, timeout=1.0)
-        except OSError:
-            return False
-        return status == 200 and b'"health":"true"' in body
-
-    def _has_default_namespace(self) -> bool:
-        try:
-            status, _ = _https.get(f'{self.server}/api/v1/namespaces/default', context=self._admin_context())
-        except OSError:
-            return False
-        return status == 200
-
-    def _is_controller_manager_healthy(self) -> bool:
-        # Its serving certificate is self-signed on the fly: nothing to verify it against.
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        try:
-            url = f'https://{_ports.HOST}:{self.ports.controller_manager}/healthz'
-            status, _ = _https.get(url, context=context, timeout=1.0)
-        except OSError:
-            return False
-        return status == 200
 
     def _admin_context(self) -> ssl.SSLContext:
         return _https.make_ssl_context(
