@@ -127,6 +127,7 @@ async def iter_lines(
             chunk = await _read_chunk(content)
         else:
             chunk = await asyncio.wait_for(_read_chunk(content), timeout=inactivity_timeout)
+            _raise_if_cancelling()
         if chunk is None:  # broken: the incomplete line is useless
             return
         if not chunk:  # the end of the stream
@@ -155,3 +156,17 @@ async def _read_chunk(content: aiohttp.StreamReader) -> Optional[bytes]:
     except _retrying.NETWORK_ERRORS as exc:
         logger.debug(f"Watch-stream is interrupted, ending it: {exc!r}")
         return None
+
+
+def _raise_if_cancelling() -> None:
+    """
+    Re-raise a cancellation that ``asyncio.wait_for()`` has swallowed.
+
+    Before Python 3.12, when the awaited data arrives at the moment the waiting task
+    is cancelled, ``wait_for()`` returns the data and the cancellation is lost: a
+    stream being stopped would go on, and wait for its next data (or its timeout).
+    """
+    task = asyncio.current_task()
+    cancelling = getattr(task, 'cancelling', None)  # Python 3.11+; 3.10 cannot tell
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError()

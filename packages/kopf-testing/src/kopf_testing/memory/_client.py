@@ -118,6 +118,7 @@ class MemoryClient:
                 pending = [deadline for deadline in deadlines if deadline is not None]
                 try:
                     event = await asyncio.wait_for(queue.get(), max(0.0, min(pending) - now) if pending else None)
+                    _raise_if_cancelling()
                 except asyncio.TimeoutError:
                     inactive_at = self._inactive_at(last_activity)
                     if inactive_at is not None and loop.time() >= inactive_at:
@@ -133,6 +134,19 @@ class MemoryClient:
 
     async def close(self) -> None:
         self._closed = True
+
+
+def _raise_if_cancelling() -> None:
+    """
+    Re-raise a cancellation that ``asyncio.wait_for()`` has swallowed (as kopf-client does).
+
+    Before Python 3.12, when an event arrives at the moment the watching task is cancelled,
+    ``wait_for()`` returns the event and the cancellation is lost: the stopped watch would go on.
+    """
+    task = asyncio.current_task()
+    cancelling = getattr(task, 'cancelling', None)  # Python 3.11+; 3.10 cannot tell
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError()
 
 
 def _next_bookmark_time(now: float, end: Optional[float]) -> float:
