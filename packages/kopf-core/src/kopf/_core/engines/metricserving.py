@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import logging
-import urllib.parse
 from typing import List, Optional, Protocol, Tuple
 
 from kopf._core.engines import probeserver, probing
@@ -47,14 +46,7 @@ class Exporter(Protocol):
 
 def parse_endpoint(url: str, *, liveness: Optional[probing.Endpoint] = None) -> probing.Endpoint:
     """Parse the metrics URL, or fail with a message that says what is expected."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError as e:
-        raise MetricsEndpointError(f"The metrics endpoint {url!r} is not a valid URL ({e}); {_EXAMPLE}.") from None
-    if parts.scheme != 'http':
-        raise MetricsEndpointError(f"The metrics endpoint {url!r} must be an http:// URL "
-                                   f"(no other protocol is supported); {_EXAMPLE}.")
+    parts, port = probing.split_http_url(url, what='metrics', example=_EXAMPLE, error=MetricsEndpointError)
     if not parts.hostname or port is None:
         raise MetricsEndpointError(f"The metrics endpoint {url!r} needs a host and a port to listen on; {_EXAMPLE}.")
     endpoint = probing.Endpoint(host=parts.hostname, port=port, path=parts.path or '/metrics')

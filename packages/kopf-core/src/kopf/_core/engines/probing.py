@@ -34,7 +34,7 @@ import json
 import logging
 import time
 import urllib.parse
-from typing import Any, Callable, Collection, Hashable, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Collection, Hashable, Mapping, Optional, Set, Tuple, Type
 
 from kopf._cogs.configs import configuration
 from kopf._core.engines import activities, probeserver
@@ -62,17 +62,29 @@ class Endpoint:
         return f'http://{host}:{self.port if port is None else port}{self.path}'
 
 
-def parse_endpoint(url: str) -> Endpoint:
-    """Parse the liveness URL, or fail with a message that says what is expected."""
-    example = "e.g. http://0.0.0.0:8080/healthz"
+def split_http_url(
+        url: str,
+        *,
+        what: str,
+        example: str,
+        error: Type[Exception],
+) -> Tuple[urllib.parse.SplitResult, Optional[int]]:
+    """The parts and the port of an endpoint's ``http://`` URL, or the error saying what is expected."""
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
     except ValueError as e:
-        raise LivenessEndpointError(f"The liveness endpoint {url!r} is not a valid URL ({e}); {example}.") from None
+        raise error(f"The {what} endpoint {url!r} is not a valid URL ({e}); {example}.") from None
     if parts.scheme != 'http':
-        raise LivenessEndpointError(f"The liveness endpoint {url!r} must be an http:// URL "
-                                    f"(no other protocol is supported); {example}.")
+        raise error(f"The {what} endpoint {url!r} must be an http:// URL "
+                    f"(no other protocol is supported); {example}.")
+    return parts, port
+
+
+def parse_endpoint(url: str) -> Endpoint:
+    """Parse the liveness URL, or fail with a message that says what is expected."""
+    example = "e.g. http://0.0.0.0:8080/healthz"
+    parts, port = split_http_url(url, what='liveness', example=example, error=LivenessEndpointError)
     if not parts.hostname:
         raise LivenessEndpointError(f"The liveness endpoint {url!r} has no host to listen on; {example}.")
     return Endpoint(host=parts.hostname, port=DEFAULT_PORT if port is None else port, path=parts.path or '/')
