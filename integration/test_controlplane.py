@@ -35,6 +35,7 @@ from integration.controlplane import (
     ensure_binaries,
     get_cache_dir,
     parse_request_counts,
+    read_kubernetes_version,
     run_local_cluster,
     subtract_counts,
     sum_counts,
@@ -120,14 +121,14 @@ def test_cache_dir_defaults_to_dot_cache_in_home(monkeypatch: pytest.MonkeyPatch
 
 def test_binaries_are_built_into_the_cache_of_the_pinned_version(fake_go: pathlib.Path, tmp_path: pathlib.Path) -> None:
     bin_dir = ensure_binaries()
-    assert bin_dir == tmp_path / 'cache' / 'kopf-controlplane' / 'v1.35.4' / 'bin'
+    assert bin_dir == tmp_path / 'cache' / 'kopf-controlplane' / read_kubernetes_version() / 'bin'
     assert sorted(path.name for path in bin_dir.iterdir()) == [
         'etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']
 
 
 def test_binaries_are_stamped_with_the_pinned_version(fake_go: pathlib.Path) -> None:
     ensure_binaries()
-    assert 'k8s.io/component-base/version.gitVersion=v1.35.4' in fake_go.read_text()
+    assert f'k8s.io/component-base/version.gitVersion={read_kubernetes_version()}' in fake_go.read_text()
 
 
 def test_cached_binaries_are_not_rebuilt(fake_go: pathlib.Path) -> None:
@@ -152,7 +153,7 @@ def test_failed_build_leaves_no_binaries_and_reports_the_log(
     monkeypatch.setenv('FAKE_GO_FAIL', 'cannot find module providing package')
     with pytest.raises(BuildError, match='cannot find module providing package'):
         ensure_binaries()
-    cache_dir = tmp_path / 'cache' / 'kopf-controlplane' / 'v1.35.4'
+    cache_dir = tmp_path / 'cache' / 'kopf-controlplane' / read_kubernetes_version()
     assert sorted(path.name for path in cache_dir.iterdir()) == ['.lock', 'build.log']
 
 
