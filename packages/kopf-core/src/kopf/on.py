@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, TypeVar
 
 from kopf._cogs.structs import references
 from kopf._core.actions import invocation, subhandling
-from kopf._core.intents import causes, filters, handlers, webhooks
+from kopf._core.intents import causes, conversions, filters, handlers, webhooks
 from kopf._core.intents.decoration import (
     ActivityOptions,
+    ConvertOptions,
     DaemonOptions,
     DeleteOptions,
     FieldOptions,
@@ -67,6 +68,7 @@ DaemonDecorator = Decorator
 TimerDecorator = Decorator
 IndexingDecorator = Decorator
 WebhookDecorator = Decorator
+ConversionDecorator = Decorator
 
 
 
@@ -290,6 +292,34 @@ def _webhook(type: webhooks.WebhookType, selector: references.Selector,
             field=field, value=options.get('value'), type=type, operations=operations,
             subresource=options.get('subresource'), persistent=options.get('persistent'),
             side_effects=options.get('side_effects'), ignore_failures=options.get('ignore_failures')))
+        return fn
+    return decorator
+
+
+# Conversion functions: called by the apiservers through the webhook server (not in Kopf).
+
+@keyword_options(ConvertOptions)
+def convert(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name: SelectorArg = None,
+            __name: SelectorArg = None, **options: Unpack[ConvertOptions]) -> ConversionDecorator:
+    """
+    ``@kopf.on.convert()`` for the conversion of a CRD's objects between two of its versions::
+
+        @kopf.on.convert('kopf.dev', 'kopfexamples', source='v1', target='v2')
+        def v1_to_v2(body, **_):
+            return {'metadata': body['metadata'], 'spec': {'items': [body['spec']['item']]}}
+
+    The function gets the object in ``source`` and returns it in ``target``
+    (the framework sets ``apiVersion``); see ``docs/conversion.md``.
+    """
+    selector = selector_of((__group_or_groupversion_or_name, __version_or_name, __name), options)
+    conversions.check_selector(selector)
+    source, target = conversions.check_versions(options.get('source'), options.get('target'))
+
+    def decorator(fn: FnT) -> FnT:
+        invocation.check_signature(fn, kind='conversion function')
+        registry_of(options).register_conversion(conversions.ConversionHandler(
+            fn=fn, id=handlers.build_handler_id(fn, options.get('id'), None), param=options.get('param'),
+            errors=None, timeout=None, retries=None, backoff=None, selector=selector, source=source, target=target))
         return fn
     return decorator
 

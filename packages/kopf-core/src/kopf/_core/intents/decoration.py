@@ -106,6 +106,11 @@ class Admitting(TypedDict, total=False):
     ignore_failures: Optional[bool]
 
 
+class Converting(TypedDict):
+    source: str
+    target: str
+
+
 # The options of each decorator: the bundles in the order the manual lists them.
 
 class ActivityOptions(Identifying, Retrying, Registering, total=False):
@@ -147,6 +152,10 @@ class TimerOptions(Selecting, Identifying, Retrying, Timing, Filtering, Register
 
 
 class WebhookOptions(Selecting, Identifying, Admitting, Filtering, Registering, total=False):
+    pass
+
+
+class ConvertOptions(Selecting, Identifying, Converting, Registering, total=False):
     pass
 
 

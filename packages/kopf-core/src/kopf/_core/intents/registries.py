@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Collection, Container, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 from kopf._cogs.structs import references
-from kopf._core.intents import causes, handlers, matching, webhooks
+from kopf._core.intents import causes, conversions, handlers, matching, webhooks
 
 HandlerT = TypeVar('HandlerT', bound=handlers.BaseHandler)
 ResourceHandlerT = TypeVar('ResourceHandlerT', bound=handlers.ResourceHandler)
@@ -192,6 +192,7 @@ class OperatorRegistry:
         self._spawning = SpawningRegistry()
         self._changing = ChangingRegistry()
         self._webhooks = WebhooksRegistry()
+        self._conversions = conversions.ConversionRegistry()  # not in Kopf: @kopf.on.convert
 
     # Registration.
 
@@ -212,6 +213,9 @@ class OperatorRegistry:
 
     def register_webhook(self, handler: webhooks.WebhookHandler) -> None:
         self._webhooks.append(handler)
+
+    def register_conversion(self, handler: conversions.ConversionHandler) -> None:
+        self._conversions.append(handler)
 
     # Inspection: the engine's questions, answered from the live lists of the sub-registries.
 
@@ -252,6 +256,13 @@ class OperatorRegistry:
 
     def has_webhook_handlers(self) -> bool:
         return bool(self._webhooks._handlers)
+
+    def get_conversion_handlers(self) -> conversions.ConversionRegistry:
+        """The conversion functions: the chains between versions are found there."""
+        return self._conversions
+
+    def has_conversion_handlers(self) -> bool:
+        return bool(self._conversions._handlers)
 
     @property
     def index_names(self) -> Sequence[str]:

@@ -296,7 +296,7 @@ class _OperatorRun:
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,
             operating=self.operating, listing=self.listing, shards=shards)), name='multidimensional multitasker'))
-        if self.registry.has_webhook_handlers():
+        if webhookserving.is_needed(self.registry):  # admission or conversion handlers
             tasks.append(asyncio.create_task(self._guard(webhookserving.serve_admission(
                 registry=self.registry, settings=self.settings, client=client, memo=self.memo,
                 memo_of=self.memories.find_memo, indices=self.indexers.as_kwargs())), name='admission webhooks'))
