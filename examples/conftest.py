@@ -1,0 +1,160 @@
+"""
+The examples' shared test harness: each example's operator run on a real API server.
+
+Every ``NN-topic/test_TOPIC.py`` asks for the ``example`` fixture: it applies
+the examples' CRD (``crd.yaml``), runs the operator of the test's own folder
+(its one ``TOPIC.py``) in the test's namespace (in-process by default, or as a
+``kopf run`` process), creates, patches and deletes ``KopfExample`` objects,
+and counts the handlers' successes in the operator's log. At the end of the
+test, the operator is stopped and its log must hold no traceback; its ERROR
+lines fail the test too (kopf-testing's ``kopf_operator`` fixtures check them).
+
+Run them all on the local control plane::
+
+    pytest examples --kopf-cluster=local
+"""
+import pathlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Optional, Union
+
+import pytest
+
+from kopf_testing import InProcessOperator, KubeClient, OperatorProcess
+
+EXAMPLES = pathlib.Path(__file__).parent
+CRD = EXAMPLES / 'crd.yaml'
+RESOURCE = 'kopfexamples.kopf.dev'
+
+Object = dict[str, Any]
+RunningOperator = Union[InProcessOperator, OperatorProcess]
+
+
+def kopf_example(name: str, *, labels: Optional[dict[str, str]] = None,
+                 annotations: Optional[dict[str, str]] = None, **spec: Any) -> Object:
+    """A ``KopfExample`` body with these labels, annotations and spec fields."""
+    metadata: Object = {'name': name, 'labels': labels or {}, 'annotations': annotations or {}}
+    return {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': metadata, 'spec': spec}
+
+
+def successes(log: str, handler: str) -> int:
+    """How many times the handler (by its id) succeeded, as the framework logs it."""
+    return len(re.findall(rf"Handler '{re.escape(handler)}' succeeded\.", log))
+
+
+class ExampleRun:
+    """One example's operator and the objects a test makes it handle."""
+
+    def __init__(self, folder: pathlib.Path, kube: KubeClient,
+                 operator: Callable[..., InProcessOperator],
+                 operator_process: Callable[[], Callable[..., OperatorProcess]]) -> None:
+        self.folder = folder
+        self.kube = kube
+        self._operator = operator
+        self._operator_process = operator_process
+        self.operators: list[RunningOperator] = []
+
+    @property
+    def operator(self) -> RunningOperator:
+        """The first operator started (most examples start only one)."""
+        return self.operators[0]
+
+    @property
+    def log(self) -> str:
+        return self.operator.log
+
+    @property
+    def source(self) -> pathlib.Path:
+        """The folder's operator: its one Python file that is not a test."""
+        [path] = [path for path in self.folder.glob('*.py') if not path.name.startswith('test_')]
+        return path
+
+    def run(self, *, expected_errors: Sequence[str] = ()) -> InProcessOperator:
+        """Run the folder's operator in a thread of the test, serving the test's namespace."""
+        running = self._operator(self.source, expected_errors=expected_errors)
+        self.operators.append(running)
+        return running
+
+    def run_process(self, *args: str, ready: str = r'Starting the watch-stream',
+                    expected_errors: Sequence[str] = (), log_name: str = 'operator.log') -> OperatorProcess:
+        """``kopf run TOPIC.py --verbose ARGS -n NAMESPACE``, as users run it; returns once it logs ``ready``."""
+        make = self._operator_process()
+        process = make(str(self.source), '--verbose', *args,
+                       expected_errors=expected_errors, log_name=log_name)
+        self.operators.append(process)
+        process.wait_for(ready, timeout=60)
+        return process
+
+    def wait_for(self, pattern: str, *, count: int = 1, timeout: float = 30) -> str:
+        """Wait until the operator has logged the pattern (a regexp) ``count`` times; return the log."""
+        return self.operator.wait_for(pattern, count=count, timeout=timeout)
+
+    def wait_handled(self, *handlers: str, timeout: float = 30) -> str:
+        """Wait until each handler has succeeded (once more than before, if ``count`` is raised)."""
+        for handler in handlers:
+            self.wait_for(rf"Handler '{re.escape(handler)}' succeeded\.", timeout=timeout)
+        return self.log
+
+    def create(self, name: str, **kwargs: Any) -> Object:
+        return self.kube.create(kopf_example(name, **kwargs))
+
+    def patch(self, name: str, patch: Object) -> Object:
+        return self.kube.patch(RESOURCE, name, patch)
+
+    def get(self, name: str) -> Object:
+        return self.kube.get(RESOURCE, name)
+
+    def wait_object(self, name: str, predicate: Callable[[Object], Any], timeout: float = 30) -> Object:
+        return self.kube.wait_for(RESOURCE, name, predicate, timeout=timeout)
+
+    def delete(self, name: str, *, timeout: float = 30) -> None:
+        """Delete the object and wait until it is gone: the operator has released it (no finalizer left)."""
+        self.kube.delete(RESOURCE, name, wait=True, timeout=timeout)
+
+    def assert_handled_once(self, *handlers: str) -> None:
+        """Each of the handlers has succeeded exactly once (none ran twice, none is missing)."""
+        log = self.log
+        counts = {handler: successes(log, handler) for handler in handlers}
+        assert all(count == 1 for count in counts.values()), f'Successes per handler: {counts}\n{log}'
+
+    def stop(self) -> None:
+        """Stop the operators; fail if any of them logged a traceback."""
+        for running in self.operators:
+            running.stop()
+        for running in self.operators:
+            assert 'Traceback (most recent call last)' not in running.log, f'A traceback:\n{running.log}'
+
+
+@pytest.fixture
+def example(request: pytest.FixtureRequest, kopf_crd: Callable[..., list[str]], kopf_kube: KubeClient,
+            kopf_operator: Callable[..., InProcessOperator]) -> Iterator[ExampleRun]:
+    """The example of the test's folder, with the examples' CRD applied; checked for tracebacks at the end."""
+    kopf_crd(CRD)
+
+    def operator_process() -> Callable[..., OperatorProcess]:
+        return request.getfixturevalue('kopf_operator_process')  # type: ignore[no-any-return]
+
+    run = ExampleRun(request.path.parent, kopf_kube, kopf_operator, operator_process)
+    yield run
+    run.stop()
+
+
+# TEMPORARY: the plugin's kopf_-prefixed names, until they land in kopf-testing.
+from kopf_testing import pytest_plugin as _plugin  # noqa: E402
+
+if not hasattr(_plugin, 'kopf_kube'):
+    @pytest.fixture
+    def kopf_kube(kube: KubeClient) -> KubeClient:
+        return kube
+
+    @pytest.fixture
+    def kopf_crd(crd: Callable[..., list[str]]) -> Callable[..., list[str]]:
+        return crd
+
+    @pytest.fixture
+    def kopf_operator(operator: Callable[..., InProcessOperator]) -> Callable[..., InProcessOperator]:
+        return operator
+
+    @pytest.fixture
+    def kopf_operator_process(operator_process: Callable[..., OperatorProcess]) -> Callable[..., OperatorProcess]:
+        return operator_process
