@@ -31,7 +31,8 @@ PY
 "$VENV_PY" -m kopf_testing.controlplane --help >/dev/null
 # The pytest plugin is registered (entry point pytest11) and offers its fixtures.
 fixtures="$("$VENV_PY" -m pytest --fixtures -p no:cacheprovider 2>&1)"
-for name in kopf_registry kopf_runner cluster namespace kube crd operator operator_process kopf_memory_api; do
+for name in kopf_registry kopf_runner kopf_cluster kopf_namespace kopf_kube kopf_crd kopf_operator \
+            kopf_operator_process kopf_memory_api; do
     if ! grep -Eq "^$name( \[[a-z ]+\])? -- " <<<"$fixtures"; then
         echo "The pytest plugin of kopf-testing does not offer the fixture '$name':" >&2
         echo "$fixtures" >&2
@@ -40,6 +41,6 @@ for name in kopf_registry kopf_runner cluster namespace kube crd operator operat
 done
 # And it works: the example's tests, on the in-memory API (the real clusters are the integration tests' job).
 mkdir -p "$WORK/examples"
-cp -r "$ROOT/examples/02-testing" "$ROOT/examples/crd.yaml" "$WORK/examples/"
-"$VENV_PY" -m pytest -q -p no:cacheprovider "$WORK/examples/02-testing" --kopf-cluster=memory
+cp -r "$ROOT/examples/09-testing" "$ROOT/examples/crd.yaml" "$WORK/examples/"
+"$VENV_PY" -m pytest -q -p no:cacheprovider "$WORK/examples/09-testing" --kopf-cluster=memory
 echo "kopf-testing works when installed (not editable)."

@@ -4,8 +4,8 @@ Testing tools for kopf-based operators.
 - :mod:`kopf_testing.controlplane`: a real, local Kubernetes control plane
   (``python -m kopf_testing.controlplane start``), no Docker needed.
 - The pytest plugin (enabled automatically when this package is installed):
-  ``cluster``, ``namespace``, ``crd``, ``kube``, ``operator`` and more fixtures,
-  see :mod:`kopf_testing.pytest_plugin`.
+  ``kopf_cluster``, ``kopf_namespace``, ``kopf_crd``, ``kopf_kube``,
+  ``kopf_operator`` and more fixtures, see :mod:`kopf_testing.pytest_plugin`.
 - ``KopfRunner`` runs an operator (the ``kopf`` command) in a background thread
   while the test manipulates the cluster and asserts. Also importable as ``kopf.testing``.
 - ``OperatorProcess`` runs ``kopf run`` as a subprocess, as users run it.

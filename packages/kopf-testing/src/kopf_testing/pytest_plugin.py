@@ -1,47 +1,58 @@
 """
 The pytest plugin of kopf-testing (enabled when the package is installed).
 
-It only adds fixtures and one option; tests that do not use them are not affected.
+It only adds fixtures and two options; tests that do not use them are not
+affected. Every fixture's name starts with ``kopf_``, so that none of them
+shadows or is shadowed by a fixture of the project under test.
 
-- ``cluster`` (session-wide): a real Kubernetes API, chosen by ``--kopf-cluster``:
-  ``local`` (the default unless ``$KUBECONFIG`` is set) starts the local control
-  plane of :mod:`kopf_testing.controlplane` (built on first use, then seconds);
-  ``existing`` (the default if ``$KUBECONFIG`` is set) uses that cluster as is;
-  ``k3d`` creates a throwaway k3d cluster. ``$KUBECONFIG`` is set to it for the
-  session, so that operators and subprocesses find it.
+- ``kopf_cluster`` (session-wide): a real Kubernetes API, chosen by
+  ``--kopf-cluster`` (or ``$KOPF_TESTING_CLUSTER`` if the option is not given):
+  ``local`` (the default) starts the local control plane of
+  :mod:`kopf_testing.controlplane` (built on first use, then seconds);
+  ``existing`` uses the cluster of ``$KUBECONFIG`` as is, only when asked for:
+  a ``$KUBECONFIG`` in the environment is never used on its own, since the
+  fixtures create namespaces and CRDs; ``k3d`` creates a throwaway k3d cluster.
+  ``$KUBECONFIG`` is set to the chosen cluster for the session, so that
+  operators and subprocesses find it.
   ``memory`` uses no cluster at all, but a fresh in-memory API per test
-  (:mod:`kopf_testing.memory`): ``namespace``, ``crd``, ``kube`` and ``operator``
-  work the same on it, so the same tests run in milliseconds; ``cluster`` and
-  ``operator_process`` (which need a real API server) fail with a clear message.
+  (:mod:`kopf_testing.memory`): ``kopf_namespace``, ``kopf_crd``, ``kopf_kube``
+  and ``kopf_operator`` work the same on it, so the same tests run in
+  milliseconds; ``kopf_cluster`` and ``kopf_operator_process`` (which need a
+  real API server) fail with a clear message.
   ``--kopf-feature-gates=ShardedListAndWatch=true,...`` sets the local
   cluster's feature gates (``kopf_feature_gates``); other kinds refuse it.
 - ``kopf_gated_cluster``: ``kopf_gated_cluster({'ShardedListAndWatch': True})``
   is a local cluster with these gates changed, for the tests that need them so
-  while the others keep the default ``cluster``: started on first use, shared
-  by the session, stopped at its end.
-- ``namespace``: a fresh namespace per test, deleted afterwards.
-- ``crd``: ``crd('crd.yaml')`` applies CRDs (files or bodies) and waits until
-  they are ``Established``. CRDs are cluster-wide, so they stay for the session.
-- ``kube``: a :class:`~kopf_testing.kube.Kube` for the test's namespace: create,
-  get, patch, delete objects, and ``wait_for`` a condition (a timeout reports the
-  last state seen).
-- ``operator``: ``operator('operator.py')`` or ``operator()`` (the handlers
-  decorated in the test) runs an operator in a thread, serving the test's
-  namespace, and stops it at teardown; the test fails if the operator logged an
-  error not listed in ``expected_errors=[regexp, ...]``.
-- ``operator_process``: the same as a ``kopf run`` subprocess, as users run it.
+  while the others keep the default ``kopf_cluster``: started on first use,
+  shared by the session, stopped at its end.
+- ``kopf_namespace``: a fresh namespace per test, deleted afterwards.
+- ``kopf_crd``: ``kopf_crd('crd.yaml')`` applies CRDs (files or bodies) and
+  waits until they are ``Established``. CRDs are cluster-wide, so they stay for
+  the session.
+- ``kopf_kube``: a :class:`~kopf_testing.kube.Kube` for the test's namespace:
+  create, get, patch, delete objects, and ``wait_for`` a condition (a timeout
+  reports the last state seen).
+- ``kopf_operator``: ``kopf_operator('operator.py')`` or ``kopf_operator()``
+  (the handlers decorated in the test) runs an operator in a thread, serving
+  the test's namespace, and stops it at teardown; the test fails if the
+  operator logged an error not listed in ``expected_errors=[regexp, ...]``.
+- ``kopf_operator_process``: the same as a ``kopf run`` subprocess, as users run it.
 - ``kopf_registry``: a fresh, empty registry, made the default for the test
   (so that the handlers decorated in the test land there), restored afterwards.
 - ``kopf_runner``: a factory of :class:`KopfRunner` with that registry, e.g.
   ``with kopf_runner(['run', '-A', 'operator.py']) as runner: ...``.
 
+The first start of the local control plane builds its binaries (minutes): the
+build's progress is shown on pytest's terminal, past its output capturing.
+
 A complete test::
 
-    def test_creation_is_handled(crd, kube, operator):
-        crd('crd.yaml')
-        operator('operator.py')
-        kube.create('obj.yaml')
-        kube.wait_for('kopfexamples.kopf.dev', 'kopf-example-1', lambda obj: 'create_fn' in obj.get('status', {}))
+    def test_creation_is_handled(kopf_crd, kopf_kube, kopf_operator):
+        kopf_crd('crd.yaml')
+        kopf_operator('operator.py')
+        kopf_kube.create('obj.yaml')
+        kopf_kube.wait_for('kopfexamples.kopf.dev', 'kopf-example-1',
+                           lambda obj: 'create_fn' in obj.get('status', {}))
 """
 from __future__ import annotations
 
@@ -49,6 +60,7 @@ import contextlib
 import os
 import pathlib
 import secrets
+import sys
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import pytest
@@ -59,12 +71,15 @@ from kopf_testing._logs import unexpected
 from kopf_testing._process import OperatorProcess
 from kopf_testing._runner import KopfRunner
 from kopf_testing.controlplane import (
+    CLUSTER_ENV_VAR,
     KINDS,
+    BuildError,
     Cluster,
     FeatureGates,
     FeatureGatesError,
     choose_kind,
     parse_feature_gates,
+    report_progress_to,
     run_k3d_cluster,
     run_local_cluster,
     use_existing_cluster,
@@ -74,14 +89,16 @@ from kopf_testing.memory import MemoryApi, MemoryDriver, MemoryKube
 
 RunningOperator = Union[InProcessOperator, OperatorProcess]
 MEMORY = 'memory'
+CHOICES = (*KINDS, MEMORY)
+_KIND_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        '--kopf-cluster', choices=(*KINDS, MEMORY), default=None,
+        '--kopf-cluster', choices=CHOICES, default=None,
         help='the cluster for the kopf-testing fixtures: local (a local control plane started here), '
-             'existing ($KUBECONFIG), k3d (created and deleted here), or memory (an in-memory API per test); '
-             'default: existing if $KUBECONFIG is set, else local',
+             'existing (the one of $KUBECONFIG, used only when asked for), k3d (created and deleted here), '
+             f'or memory (an in-memory API per test); default: ${CLUSTER_ENV_VAR} if set, else local',
     )
     parser.addoption(
         '--kopf-feature-gates', default='', metavar='NAME=true|false,...',
@@ -91,7 +108,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Refuse bad feature gates, or gates for a cluster that is not started here, before any test runs."""
+    """Choose the kind of cluster; refuse a bad choice or feature gates for other clusters before any test."""
+    try:
+        kind = choose_kind(config.getoption('--kopf-cluster', default=None), choices=CHOICES)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[_KIND_KEY] = kind
     text = config.getoption('--kopf-feature-gates', default='')
     if not text:
         return
@@ -99,7 +121,6 @@ def pytest_configure(config: pytest.Config) -> None:
         parse_feature_gates(text)
     except FeatureGatesError as e:
         raise pytest.UsageError(f'--kopf-feature-gates: {e}') from None
-    kind = choose_kind(config.getoption('--kopf-cluster', default=None))
     if kind != 'local':
         raise pytest.UsageError(f'--kopf-feature-gates sets the gates of the local control plane, but the cluster '
                                 f'is {kind}: add --kopf-cluster=local, or set the gates where that cluster is made.')
@@ -113,8 +134,8 @@ def kopf_feature_gates(request: pytest.FixtureRequest) -> dict[str, bool]:
 
 @pytest.fixture(scope='session')
 def kopf_cluster_kind(request: pytest.FixtureRequest) -> str:
-    """What ``--kopf-cluster`` chose: ``local``, ``existing``, ``k3d``, or ``memory``."""
-    return choose_kind(request.config.getoption('--kopf-cluster'))
+    """The kind of cluster chosen: ``local`` (the default), ``existing``, ``k3d``, or ``memory``."""
+    return request.config.stash[_KIND_KEY]
 
 
 @pytest.fixture
@@ -126,17 +147,27 @@ def kopf_memory_api(kopf_cluster_kind: str) -> MemoryApi:
 
 
 @pytest.fixture(scope='session')
-def cluster(
-        kopf_cluster_kind: str, kopf_feature_gates: dict[str, bool], tmp_path_factory: pytest.TempPathFactory,
+def kopf_cluster(
+        request: pytest.FixtureRequest, kopf_cluster_kind: str, kopf_feature_gates: dict[str, bool],
+        tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
+    """
+    The session's real Kubernetes API (a ``Cluster``: ``kubectl()``, ``kubeconfig``, ``server``, ...).
+
+    The local control plane by default; ``--kopf-cluster=existing`` (or
+    ``$KOPF_TESTING_CLUSTER=existing``) for the cluster of ``$KUBECONFIG``;
+    ``--kopf-cluster=k3d`` for a throwaway k3d cluster. ``$KUBECONFIG`` points
+    to it during the session. Fails with ``--kopf-cluster=memory``.
+    """
     kind = kopf_cluster_kind
     if kind == MEMORY:
-        pytest.fail('This test needs a real cluster (the cluster fixture, directly or via operator_process); '
-                    'run it with --kopf-cluster=local, existing or k3d, not memory.', pytrace=False)
+        pytest.fail('This test needs a real cluster (the kopf_cluster fixture, directly or via '
+                    'kopf_operator_process); run it with --kopf-cluster=local, existing or k3d, not memory.',
+                    pytrace=False)
     with contextlib.ExitStack() as stack:
         if kind == 'local':
-            handle = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane'),
-                                                           feature_gates=kopf_feature_gates))
+            handle = stack.enter_context(_started_local_cluster(request.config, tmp_path_factory,
+                                                                feature_gates=kopf_feature_gates))
         elif kind == 'k3d':
             handle = stack.enter_context(run_k3d_cluster(tmp_path_factory.mktemp('k3d')))
         else:
@@ -145,6 +176,41 @@ def cluster(
         monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
         monkeypatch.setenv('KUBECONFIG', str(handle.kubeconfig))
         yield handle
+
+
+@contextlib.contextmanager
+def _started_local_cluster(
+        config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, *, feature_gates: FeatureGates,
+) -> Iterator[Cluster]:
+    """
+    A local control plane, its build's progress on the terminal, and a failed build as one clear failure.
+
+    The build's message (Go missing, or the build log's tail) says all there is to
+    say: the traceback through the plugin and the builder would only bury it.
+    """
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(report_progress_to(_terminal_writer(config)))
+        try:
+            cluster = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane'),
+                                                            feature_gates=feature_gates))
+        except BuildError as e:
+            pytest.fail(str(e), pytrace=False)
+        yield cluster
+
+
+def _terminal_writer(config: pytest.Config) -> Callable[[str], None]:
+    """Write a line to pytest's terminal even while the test's output is captured (else it is only on stderr)."""
+    capture = config.pluginmanager.getplugin('capturemanager')
+    reporter = config.pluginmanager.getplugin('terminalreporter')
+
+    def write(line: str) -> None:
+        if reporter is None:
+            print(line, file=sys.__stderr__, flush=True)
+            return
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+    return write
 
 
 @pytest.fixture(scope='session')
@@ -156,7 +222,7 @@ def kopf_gated_cluster(
     ``kopf_gated_cluster({'ShardedListAndWatch': True})``: a local cluster with these gates (over the session's).
 
     One per distinct set of gates, started when first asked for and stopped at
-    the session's end; the session's own ``cluster`` if the gates are its own.
+    the session's end; the session's own ``kopf_cluster`` if the gates are its own.
     ``$KUBECONFIG`` stays the session cluster's: use the returned cluster
     explicitly (``Kube(gated, namespace)``, ``gated.kubectl(...)``,
     ``gated.kubeconfig``). Tests that ask for it are skipped on other kinds of
@@ -170,42 +236,54 @@ def kopf_gated_cluster(
                             f'(--kopf-cluster=local), not {kopf_cluster_kind}.')
             gates = {**kopf_feature_gates, **feature_gates}
             if gates == kopf_feature_gates:
-                return request.getfixturevalue('cluster')  # type: ignore[no-any-return]
+                return request.getfixturevalue('kopf_cluster')  # type: ignore[no-any-return]
             key = frozenset(gates.items())
             if key not in started:
-                root_dir = tmp_path_factory.mktemp('controlplane-gated')
-                started[key] = stack.enter_context(run_local_cluster(root_dir, feature_gates=gates))
+                started[key] = stack.enter_context(_started_local_cluster(request.config, tmp_path_factory,
+                                                                           feature_gates=gates))
             return started[key]
         yield get
 
 
 @pytest.fixture
-def namespace(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Iterator[str]:
-    """A new, empty namespace; its deletion is requested afterwards, but not awaited."""
+def kopf_namespace(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Iterator[str]:
+    """A new, empty namespace (``test-<random>``) for the test; its deletion is requested afterwards, not awaited."""
     name = f'test-{secrets.token_hex(4)}'
     if kopf_cluster_kind == MEMORY:
         MemoryKube(request.getfixturevalue('kopf_memory_api')).create(
             {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}})
         yield name  # the whole in-memory API is dropped after the test
         return
-    cluster: Cluster = request.getfixturevalue('cluster')
+    cluster: Cluster = request.getfixturevalue('kopf_cluster')
     cluster.kubectl('create', 'namespace', name)
     yield name
     cluster.kubectl('delete', 'namespace', name, '--wait=false', '--ignore-not-found')
 
 
 @pytest.fixture
-def kube(request: pytest.FixtureRequest, kopf_cluster_kind: str, namespace: str) -> KubeClient:
+def kopf_kube(request: pytest.FixtureRequest, kopf_cluster_kind: str, kopf_namespace: str) -> KubeClient:
+    """
+    The objects of the test's namespace: ``create``, ``get``, ``find``, ``list``, ``patch``, ``delete``.
+
+    ``wait_for(resource, name, predicate, timeout=30)`` waits for an object's
+    state (a timeout reports the last state seen), ``apply_crd(...)`` applies CRDs.
+    """
     if kopf_cluster_kind == MEMORY:
-        return MemoryKube(request.getfixturevalue('kopf_memory_api'), namespace)
-    return Kube(request.getfixturevalue('cluster'), namespace)
+        return MemoryKube(request.getfixturevalue('kopf_memory_api'), kopf_namespace)
+    return Kube(request.getfixturevalue('kopf_cluster'), kopf_namespace)
 
 
 @pytest.fixture
-def crd(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Callable[..., list[str]]:
+def kopf_crd(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Callable[..., list[str]]:
+    """
+    ``kopf_crd('crd.yaml', body, ..., timeout=60)``: apply CRDs and wait until they are ``Established``.
+
+    Files (YAML, several documents) or bodies; returns the CRDs' names. CRDs are
+    cluster-wide, so they stay for the session (or the test, in memory).
+    """
     if kopf_cluster_kind == MEMORY:
         return MemoryKube(request.getfixturevalue('kopf_memory_api')).apply_crd
-    cluster: Cluster = request.getfixturevalue('cluster')
+    cluster: Cluster = request.getfixturevalue('kopf_cluster')
 
     def apply(*manifests: Manifest, timeout: float = 60) -> list[str]:
         return apply_crds(cluster, *manifests, timeout=timeout)
@@ -213,18 +291,26 @@ def crd(request: pytest.FixtureRequest, kopf_cluster_kind: str) -> Callable[...,
 
 
 @pytest.fixture
-def operator(
-        request: pytest.FixtureRequest, kopf_cluster_kind: str, namespace: str,
+def kopf_operator(
+        request: pytest.FixtureRequest, kopf_cluster_kind: str, kopf_namespace: str,
         kopf_registry: kopf.OperatorRegistry,
 ) -> Iterator[Callable[..., InProcessOperator]]:
+    """
+    ``kopf_operator('operator.py', ...)`` or ``kopf_operator()``: an operator in a thread, in the test's namespace.
+
+    With no paths, it runs the handlers decorated in the test (``kopf_registry``).
+    It is stopped at teardown, and the test fails if it logged an error that
+    matches none of ``expected_errors=[regexp, ...]``. Also ``settings=`` and
+    ``timeout=`` (to start); returns the running operator (``wait_for(regexp)``).
+    """
     memory = kopf_cluster_kind == MEMORY
     client = MemoryDriver(request.getfixturevalue('kopf_memory_api')) if memory else None
     if not memory:
-        request.getfixturevalue('cluster')  # started, and $KUBECONFIG set for the operator's login
+        request.getfixturevalue('kopf_cluster')  # started, and $KUBECONFIG set for the operator's login
     with _operators_checked_at_teardown() as track:
         def run(*paths: Union[str, pathlib.Path], settings: Optional[kopf.OperatorSettings] = None,
                 expected_errors: Sequence[str] = (), timeout: float = 60) -> InProcessOperator:
-            running = InProcessOperator(registry=kopf_registry, namespace=namespace, paths=paths,
+            running = InProcessOperator(registry=kopf_registry, namespace=kopf_namespace, paths=paths,
                                         settings=settings or _quick_settings(), client=client, timeout=timeout)
             track(running, expected_errors)
             return running.start()
@@ -232,14 +318,22 @@ def operator(
 
 
 @pytest.fixture
-def operator_process(
-        cluster: Cluster, namespace: str, tmp_path: pathlib.Path,
+def kopf_operator_process(
+        kopf_cluster: Cluster, kopf_namespace: str, tmp_path: pathlib.Path,
 ) -> Iterator[Callable[..., OperatorProcess]]:
+    """
+    ``kopf_operator_process('operator.py', '--verbose', ...)``: ``kopf run ... -n NAMESPACE`` as a subprocess.
+
+    Started unless ``start=False``; ``env=`` for its environment, ``log_name=``
+    for its log file in the test's ``tmp_path``. Stopped at teardown; the test
+    fails on an unexpected error in its log (``expected_errors=[regexp, ...]``).
+    Real clusters only.
+    """
     with _operators_checked_at_teardown() as track:
         def make(*args: str, env: Optional[dict[str, str]] = None, start: bool = True,
                  expected_errors: Sequence[str] = (), log_name: str = 'operator.log') -> OperatorProcess:
             """``kopf run ARGS -n NAMESPACE``; started unless ``start=False`` (then ``.start()`` it)."""
-            process = OperatorProcess([*args, '-n', namespace], log_path=tmp_path / log_name, env=env)
+            process = OperatorProcess([*args, '-n', kopf_namespace], log_path=tmp_path / log_name, env=env)
             track(process, expected_errors)
             if start:
                 process.start()
@@ -276,6 +370,7 @@ def _operators_checked_at_teardown() -> Iterator[Callable[[RunningOperator, Sequ
 
 @pytest.fixture
 def kopf_registry() -> Iterator[kopf.OperatorRegistry]:
+    """A fresh, empty registry, the default one during the test (the handlers it decorates land there)."""
     previous = kopf.get_default_registry()
     registry = kopf.OperatorRegistry()
     kopf.set_default_registry(registry)
@@ -287,6 +382,7 @@ def kopf_registry() -> Iterator[kopf.OperatorRegistry]:
 
 @pytest.fixture
 def kopf_runner(kopf_registry: kopf.OperatorRegistry) -> Callable[..., KopfRunner]:
+    """``kopf_runner(['run', '-A', 'operator.py'])``: a ``KopfRunner`` with the test's ``kopf_registry``."""
     def make(*args: Any, **kwargs: Any) -> KopfRunner:
         kwargs.setdefault('registry', kopf_registry)
         return KopfRunner(*args, **kwargs)

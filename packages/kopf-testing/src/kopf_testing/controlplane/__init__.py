@@ -6,7 +6,7 @@ It is etcd, kube-apiserver, kube-controller-manager and kubectl of one release,
 run as processes on 127.0.0.1. The binaries are taken from the directory in
 ``$KOPF_CONTROLPLANE_BINARIES``, else from the cache, else from ``PATH``, else
 built from source (see ``gomod/``) into the cache, with progress lines on
-stderr. From a shell::
+stderr (or where :func:`report_progress_to` sends them). From a shell::
 
     python -m kopf_testing.controlplane start --state-dir /tmp/cp   # prints `export KUBECONFIG=...`
     python -m kopf_testing.controlplane stop --state-dir /tmp/cp
@@ -31,7 +31,9 @@ from ._credentials import ADMIN_USER, NON_ADMIN_USER
 from ._gates import FeatureGates, FeatureGatesError, format_feature_gates, parse_feature_gates
 from ._lookup import locate_binaries
 from ._metrics import RequestCounts, RequestKey, parse_request_counts, subtract_counts, sum_counts
+from ._progress import report_progress_to
 from ._targets import (
+    CLUSTER_ENV_VAR,
     KINDS,
     Cluster,
     ClusterUnavailable,
@@ -46,6 +48,7 @@ __all__ = [
     'ADMIN_USER',
     'BINARIES',
     'BINARIES_ENV_VAR',
+    'CLUSTER_ENV_VAR',
     'KINDS',
     'NON_ADMIN_USER',
     'BuildError',
@@ -68,6 +71,7 @@ __all__ = [
     'parse_feature_gates',
     'parse_request_counts',
     'read_kubernetes_version',
+    'report_progress_to',
     'run_k3d_cluster',
     'run_local_cluster',
     'subtract_counts',

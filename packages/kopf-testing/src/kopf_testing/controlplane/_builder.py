@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from typing import TextIO
 
 from ._progress import BuildProgress
 
@@ -41,6 +42,10 @@ _PACKAGES = {
 
 class BuildError(Exception):
     """The Go toolchain is missing or the build failed (the message has the log's tail)."""
+
+
+class GoNotFound(BuildError):
+    """No ``go`` on PATH: the message is one line naming the ways out."""
 
 
 def read_kubernetes_version(gomod_dir: pathlib.Path = GOMOD_DIR) -> str:
@@ -119,10 +124,11 @@ def _exclusive_lock(path: pathlib.Path, *, log_path: pathlib.Path) -> Iterator[N
 def _run_go_build(version: str, *, gomod_dir: pathlib.Path, out_dir: pathlib.Path, log_path: pathlib.Path) -> None:
     go = shutil.which('go')
     if go is None:
-        raise BuildError(
-            f'Go is not found on PATH; it is needed to build the local control plane ({version}) once.\n'
-            f'Either install Go {_read_go_version(gomod_dir)} or newer (https://go.dev/doc/install) and retry, '
-            f'or point ${BINARIES_ENV_VAR} to a directory with existing binaries: {", ".join(BINARIES)}.')
+        raise GoNotFound(
+            f'Go is not found on PATH, and the local control plane ({version}) is built with it once: '
+            f'install Go {_read_go_version(gomod_dir)} or newer (https://go.dev/doc/install), '
+            f'or set ${BINARIES_ENV_VAR} to a directory with {", ".join(BINARIES)}, '
+            f'or run the tests without a cluster (pytest --kopf-cluster=memory).')
     major, minor = re.findall(r'\d+', version)[:2]
     # kubectl and the servers report this version; without it they say v0.0.0-master.
     ldflags = ' '.join([
@@ -143,14 +149,22 @@ def _run_go_build(version: str, *, gomod_dir: pathlib.Path, out_dir: pathlib.Pat
     ]
     with open(log_path, 'w') as log:
         for command in commands:
-            log.write(f'$ {" ".join(command)}\n')
-            log.flush()
-            started = time.monotonic()
             what = ', '.join(name for name, package in _PACKAGES.items() if package in command)
             with BuildProgress(f'Building {what} ({version}) with {go}', log_path):
-                result = subprocess.run(command, cwd=gomod_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
-            log.write(f'# exit code {result.returncode} after {time.monotonic() - started:.1f}s\n')
-            log.flush()
-            if result.returncode != 0:
-                tail = ''.join(log_path.read_text().splitlines(keepends=True)[-40:])
-                raise BuildError(f'Building the control plane failed; see {log_path}:\n{tail}')
+                # Inside the progress block: a failure is reported as failed, not as done.
+                _run_logged(command, cwd=gomod_dir, env=env, log=log, log_path=log_path)
+
+
+def _run_logged(command: list[str], *, cwd: pathlib.Path, env: dict[str, str], log: TextIO,
+                log_path: pathlib.Path) -> None:
+    """Run one build command with its output in the log; a non-zero exit is a ``BuildError`` with the log's tail."""
+    log.write(f'$ {" ".join(command)}\n')
+    log.flush()
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log.write(f'# exit code {result.returncode} after {time.monotonic() - started:.1f}s\n')
+    log.flush()
+    if result.returncode != 0:
+        tail = ''.join(log_path.read_text().splitlines(keepends=True)[-40:])
+        raise BuildError(f'Building the control plane failed (exit code {result.returncode}); '
+                         f'see {log_path}:\n{tail}')

@@ -5,15 +5,34 @@ A cold ``go build`` of the Kubernetes servers takes many minutes. Rather than
 leave the user wondering whether anything happens, a background thread prints
 a line to stderr every few seconds: what is being built, how long it has taken
 so far, and the package that Go compiled last (the last line of the build log).
+The final line says whether the step is done or failed.
+
+The lines go to stderr, unless :func:`report_progress_to` sends them elsewhere:
+pytest captures stderr while a fixture starts the control plane, so its plugin
+sends them to the terminal, where the user sees them as the build goes.
 """
+import contextlib
 import pathlib
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Optional, TextIO
 
 DEFAULT_INTERVAL = 15.0
+
+_writers: list[Callable[[str], None]] = []  # the innermost last; none: stderr
+
+
+@contextlib.contextmanager
+def report_progress_to(write: Callable[[str], None]) -> Iterator[None]:
+    """Send the progress lines of the builds in this block to ``write`` (one line per call) instead of stderr."""
+    _writers.append(write)
+    try:
+        yield
+    finally:
+        _writers.remove(write)
 
 
 class BuildProgress:
@@ -49,8 +68,10 @@ class BuildProgress:
             self._print(f'{self._what}: {elapsed} elapsed' + (f'; last: {last_line}' if last_line else ''))
 
     def _print(self, line: str) -> None:
-        stream = self._stream if self._stream is not None else sys.stderr
-        print(line, file=stream, flush=True)
+        if self._stream is None and _writers:
+            _writers[-1](line)
+        else:
+            print(line, file=self._stream if self._stream is not None else sys.stderr, flush=True)
 
 
 def _format_duration(seconds: float) -> str:

@@ -3,7 +3,8 @@ The cluster that integration tests run against, whichever kind it is.
 
 Tests get one ``Cluster`` object and need not know whether it is the local
 control plane (started here, with extras: tokens and API-server restarts), an
-existing cluster named by ``$KUBECONFIG``, or a throwaway k3d cluster.
+existing cluster named by ``$KUBECONFIG`` (only when asked for), or a throwaway
+k3d cluster.
 """
 import contextlib
 import dataclasses
@@ -12,11 +13,12 @@ import pathlib
 import secrets
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 from . import _cluster, _files, _gates, _lookup, _metrics, _serviceaccounts
 
 KINDS = ('local', 'existing', 'k3d')
+CLUSTER_ENV_VAR = 'KOPF_TESTING_CLUSTER'  # the kind of cluster when no option says it
 
 
 class ClusterUnavailable(Exception):
@@ -149,8 +151,22 @@ def _find_kubectl() -> pathlib.Path:
     return pathlib.Path(found)
 
 
-def choose_kind(option: str | None) -> str:
-    """The kind of cluster: as asked, else the one in $KUBECONFIG if set, else a local one."""
+def choose_kind(
+        option: str | None, *, choices: Sequence[str] = KINDS, environ: Mapping[str, str] | None = None,
+) -> str:
+    """
+    The kind of cluster: as asked (the option), else ``$KOPF_TESTING_CLUSTER``, else a local one.
+
+    ``$KUBECONFIG`` alone never chooses ``existing``: the tests create namespaces
+    and CRDs, so they go to the cluster a shell points at only when asked to.
+    """
     if option is not None:
         return option
-    return 'existing' if os.environ.get('KUBECONFIG') else 'local'
+    environ = os.environ if environ is None else environ
+    value = environ.get(CLUSTER_ENV_VAR, '').strip()
+    if not value:
+        return 'local'
+    if value not in choices:
+        raise ValueError(f'${CLUSTER_ENV_VAR} is {value!r}, which is not a kind of cluster: '
+                         f'set it to one of {", ".join(choices)}, or unset it for a local one.')
+    return value

@@ -9,8 +9,8 @@ Objects labelled ``greet: loudly`` are greeted in capitals.
 The tests (``test_greeter.py``) run unchanged on the in-memory API and on a real
 Kubernetes API server::
 
-    pytest examples/02-testing --kopf-cluster=memory   # no cluster, under a second
-    pytest examples/02-testing --kopf-cluster=local    # the local control plane
+    pytest examples/09-testing --kopf-cluster=memory   # no cluster, under a second
+    pytest examples/09-testing --kopf-cluster=local    # the local control plane
 """
 from collections.abc import Mapping
 from typing import Any
