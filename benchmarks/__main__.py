@@ -4,6 +4,7 @@ The benchmarks' command line; run it from the repository root in the ``bench`` e
     hatch run bench:run --objects 1000 --large-objects 5000 --restart-objects 5000 --scale-objects 20000 \
         --idle-seconds 60 --repeats 3
     hatch run bench:python -m benchmarks smoke        # tiny sizes: checks that everything still runs
+    hatch run bench:python -m benchmarks run --scenario rates --rates 5,10,20,40,80 --duration 30   # the sweep alone
     hatch run bench:python -m benchmarks report benchmarks/results/NAME.json   # re-render the table
 """
 import argparse
@@ -13,15 +14,17 @@ import pathlib
 import sys
 from collections.abc import Collection
 
-from benchmarks import report, runner, sides
+from benchmarks import arrivals, report, runner, sides
 from benchmarks.cluster import VARIANTS
+from benchmarks.scenarios.rates import drain_seconds
 from benchmarks.scenarios.session import Settings
 
 RESULTS_DIR = pathlib.Path('benchmarks/results')
 
 # Small enough to finish in a minute or two, big enough to go through every code path.
 SMOKE = dict(objects=5, restart_objects=5, large_objects=8, scale_objects=8, idle_seconds=2.0, repeats=1,
-             variants='status', baseline_objects=5, quiet=1.5, poll=0.5)
+             variants='status', baseline_objects=5, quiet=1.5, poll=0.5, rates='', duration=2.0)
+SCENARIOS = ('all', 'rates')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = pathlib.Path(args.out) if args.out else RESULTS_DIR / f'{args.command}-{_timestamp()}'
     out = out.with_suffix('') if out.suffix == '.json' else out
+    rates = _rates(args.rates, args.duration)
+    if args.scenario == 'rates' and not rates:
+        raise SystemExit('--scenario rates runs the rate sweep alone: give its rates, e.g. --rates 5,10,20,40,80.')
     options = runner.Options(
         objects=args.objects,
         restart_objects=args.restart_objects,
@@ -44,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         variants=_choices(args.variants, VARIANTS),
         sides=_choices(args.sides, sides.ALL_SIDES),
         baseline_objects=args.baseline_objects,
+        rates=rates,
+        rate_seconds=args.duration,
+        scenario=args.scenario,
         settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency,
                           posting_loggers=args.posted_logs),
         work_dir=pathlib.Path(args.work_dir) if args.work_dir else out.parent / f'{out.name}.work',
@@ -62,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 def estimate_minutes(options: runner.Options) -> float:
     """A rough guess from measured rates on a 2-core machine, so that nobody starts a 3-hour run unawares."""
     frameworks = sum(side != 'bare' for side in options.sides)
+    # Each rate: a session per side (~20 s to start, wait, clean up), the arrivals, at most the drain.
+    sweep = len(options.sides) * sum(20 + options.rate_seconds + drain_seconds(options.rate_seconds) / 2
+                                     for _ in options.rates)
+    if options.scenario == 'rates':
+        return sweep * len(options.variants) * options.repeats / 60 + 0.5
     bursts = options.objects + options.large_objects
     starts = options.restart_objects + options.scale_objects
     per_variant = (
@@ -70,7 +84,7 @@ def estimate_minutes(options: runner.Options) -> float:
         + frameworks * (options.objects * 0.05 + 20)
         + (len(options.sides) - frameworks) * (bursts * 0.02 + starts * 0.02 + options.idle_seconds + 30)
     )
-    return per_variant * len(options.variants) * options.repeats / 60 + 0.5
+    return (per_variant + sweep) * len(options.variants) * options.repeats / 60 + 0.5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument('--posted-logs', dest='posted_logs', action='store_true', default=False,
                              help='both frameworks post log messages as k8s-events (settings.posting.loggers);'
                                   ' by default, neither does')
+        command.add_argument('--rates', default=','.join(f'{rate:g}' for rate in default.rates),
+                             help='comma-separated objects per second of the rate sweep (empty: not run)')
+        command.add_argument('--duration', type=float, default=default.rate_seconds,
+                             help='seconds of arrivals at each rate of the sweep')
+        command.add_argument('--scenario', choices=SCENARIOS, default='all',
+                             help='all: every scenario, the rate sweep last; rates: the rate sweep alone')
         command.add_argument('--out', help='the results path without a suffix (.json and .md are written)')
         command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
         command.set_defaults(**defaults)  # again: the arguments' own defaults must not override the smoke sizes
@@ -119,6 +139,23 @@ def _choices(text: str, allowed: Collection[str]) -> tuple[str, ...]:
     if unknown:
         raise SystemExit(f'Unknown: {", ".join(unknown)}; choose from: {", ".join(allowed)}')
     return chosen
+
+
+def _rates(text: str, duration: float) -> tuple[float, ...]:
+    """The sweep's rates, ascending; each one checked with the duration (at least one object per rate)."""
+    rates: set[float] = set()
+    for item in (item.strip() for item in text.split(',') if item.strip()):
+        try:
+            rate = float(item)
+        except ValueError:
+            raise SystemExit(f'--rates: {item!r} is not a number; give objects per second, e.g. --rates 5,10,20') \
+                from None
+        try:
+            arrivals.Schedule(rate, duration)
+        except arrivals.ScheduleError as e:
+            raise SystemExit(f'--rates {item} with --duration {duration:g}: {e}') from None
+        rates.add(rate)
+    return tuple(sorted(rates))
 
 
 def _timestamp() -> str:

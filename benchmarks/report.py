@@ -9,7 +9,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from benchmarks import metrics
+from benchmarks import capacity, metrics
+from benchmarks.rates_report import render_rates
 
 Results = Mapping[str, Any]
 
@@ -166,6 +167,8 @@ def evaluate_targets(results: Results) -> list[Target]:
             'idle', 'idle: no requests and CPU < 1% of one core', variant, idle_cpu,
             median('idle', 'upstream', 'cpu_percent'), None,
             None if idle_cpu is None or idle_requests is None else idle_cpu < 1.0 and idle_requests == 0))
+        targets.extend(Target(key, text, variant, ours, upstream, bound, met)
+                       for key, text, ours, upstream, bound, met in capacity.verdicts(results, variant))
     return targets
 
 
@@ -179,19 +182,16 @@ def render_markdown(results: Results) -> str:
         f"Machine: {machine['cpus_logical']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB; "
         f"{machine['platform']}; Python {machine['python']}.",
         f"Versions: {'; '.join(f'{key}: {value}' for key, value in versions.items() if value)}.",
-        f"Sizes: burst {options['objects']} objects, restart/idle {options['restart_objects']} objects, "
-        f"burst-large {options.get('large_objects') or '—'}, scale {options.get('scale_objects') or '—'} objects, "
-        f"idle {options['idle_seconds']:g} s, {options['repeats']} repeat(s); "
+        f"Sizes: {_sizes(options)}, {options['repeats']} repeat(s); "
         f"log messages posted as k8s-events: {_posted_logs(options)}; "
         f"started {results['started']}, took {results['duration_s'] / 60:.1f} min"
         f"{' (INTERRUPTED: partial results)' if results.get('interrupted') else ''}.",
+        *_load_average(results),
         '',
         'Cells: median (min..max) over the repeats. "bound": no framework, the fewest requests '
         'for the same visible results.',
-        '',
-        '| scenario | variant | figure | ours | upstream | ours/upstream | bound |',
-        '|---|---|---|---:|---:|---:|---:|',
     ]
+    table: list[str] = []
     for variant in options['variants']:
         for scenario, figure, label in [*ROWS, *_by_verb_rows(results, variant)]:
             cells = {side: figure_stats(results, scenario, variant, side, figure) for side in SIDES}
@@ -202,18 +202,25 @@ def render_markdown(results: Results) -> str:
             found = ratio(cells['ours'], cells['upstream'])
             row.append('' if found is None else f'{found:.2f}')
             row.append(_cell(cells['bare'], failures(results, scenario, variant, 'bare')))
-            lines.append('| ' + ' | '.join(row) + ' |')
+            table.append('| ' + ' | '.join(row) + ' |')
+    if table or options.get('scenario') != 'rates':  # the rate sweep alone has only a table of its own
+        lines += ['', '| scenario | variant | figure | ours | upstream | ours/upstream | bound |',
+                  '|---|---|---|---:|---:|---:|---:|', *table]
 
+    lines += render_rates(results)
     lines += ['', '## Targets', '',
               '| target | variant | ours | upstream | bound | met |',
               '|---|---|---:|---:|---:|---|']
     for target in evaluate_targets(results):
+        if options.get('scenario') == 'rates' and not target.key.startswith('rates-'):
+            continue  # the other scenarios did not run
         met = {True: 'yes', False: '**no**', None: 'not measured'}[target.met]
         lines.append(f'| {target.description} | {target.variant} | {_number(target.ours)} | '
                      f'{_number(target.upstream)} | {_number(target.bound)} | {met} |')
 
     lines += _metrics_cost_rows(results)
-    lines += ['', '## Attribution check (no operator)', '']
+    if results.get('baseline'):
+        lines += ['', '## Attribution check (no operator)', '']
     for variant, figures in results.get('baseline', {}).items():
         lines.append(f"- {variant}: {figures['harness_requests']} requests by the harness itself; "
                      f"left after subtracting them: {figures['residue'] or 'nothing'}.")
@@ -228,6 +235,27 @@ def render_markdown(results: Results) -> str:
             lines.append(f"- {record['scenario']}, {record['variant']}, {record['side']}, "
                          f"repeat {record['repeat'] + 1}: {record['error'].splitlines()[0]}")
     return '\n'.join(lines) + '\n'
+
+
+def _sizes(options: Mapping[str, Any]) -> str:
+    rates = ', '.join(f'{rate:g}' for rate in options.get('rates') or ())
+    sweep = f"rate sweep at {rates} objects/s, {options['rate_seconds']:g} s each" if rates else ''
+    if options.get('scenario') == 'rates':
+        return f'the {sweep}, alone'
+    sizes = (f"burst {options['objects']} objects, restart/idle {options['restart_objects']} objects, "
+             f"burst-large {options.get('large_objects') or '—'}, scale {options.get('scale_objects') or '—'} objects, "
+             f"idle {options['idle_seconds']:g} s")
+    return f'{sizes}, {sweep}' if sweep else sizes
+
+
+def _load_average(results: Results) -> list[str]:
+    load = results.get('load_average')
+    if not load:
+        return []
+    def text(values: Sequence[float]) -> str:
+        return ', '.join(f'{value:.1f}' for value in values)
+    return [f"Load average (1, 5, 15 min) on {results['machine']['cpus_logical']} CPUs: "
+            f"{text(load['start'])} at the start, {text(load['end'])} at the end."]
 
 
 def _metrics_cost_rows(results: Results) -> list[str]:

@@ -28,6 +28,7 @@ from benchmarks.scenarios.baseline import baseline
 from benchmarks.scenarios.burst import burst
 from benchmarks.scenarios.idle import idle
 from benchmarks.scenarios.lifecycle import lifecycle
+from benchmarks.scenarios.rates import kind_of, rate_step
 from benchmarks.scenarios.restart import prepare, restart
 from benchmarks.scenarios.session import Figures, Session, Settings
 
@@ -46,6 +47,9 @@ class Options:
     variants: tuple[str, ...] = ('status', 'plain')
     sides: tuple[str, ...] = sides_.SIDES
     baseline_objects: int = 100
+    rates: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0)  # the rate sweep's objects per second (empty: not run)
+    rate_seconds: float = 30.0  # the arrivals' duration at each rate
+    scenario: str = 'all'  # or 'rates': the rate sweep alone
     settings: Settings = dataclasses.field(default_factory=Settings)
     work_dir: pathlib.Path = pathlib.Path('benchmarks/results/work')
 
@@ -53,6 +57,7 @@ class Options:
 def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run everything; return the results document (see ``report.py`` for its rendering)."""
     started = time.time()
+    load_at_start = os.getloadavg()
     available: dict[str, sides_.Side] = {}
     unavailable: dict[str, str] = {}
     for name in options.sides:
@@ -83,6 +88,8 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
         'duration_s': round(time.time() - started, 1),
         'options': _describe_options(options),
         'machine': describe_machine(),
+        # The machine is shared: the load average (1, 5, 15 min) says how much the figures are worth.
+        'load_average': {'start': list(load_at_start), 'end': list(os.getloadavg())},
         'versions': versions,
         'unavailable': unavailable,
         'interrupted': interrupted,
@@ -95,7 +102,7 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
                    baselines: dict[str, Figures], runs: list[Record], progress: Callable[[str], None]) -> None:
     """Fill the baselines and the runs' records as they are measured (so that an interruption keeps them)."""
     async with cluster.api() as api:
-        for variant_name in options.variants:
+        for variant_name in options.variants if options.scenario != 'rates' else ():
             progress(f'Baseline (no operator), {variant_name}: {options.baseline_objects} objects')
             baselines[variant_name] = await baseline(api, VARIANTS[variant_name], f'baseline-{variant_name}',
                                                      options.baseline_objects, options.settings)
@@ -125,7 +132,11 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
     session = Session(cluster, api, side=side, variant=variant, namespace=namespace,
                       logs_dir=options.work_dir / 'logs', settings=settings)
     steps: list[tuple[str, Callable[[], Awaitable[Figures]]]]
-    if kind == 'churn':
+    rates = {kind_of(rate): rate for rate in options.rates}
+    extra: Record = {'rate': rates[kind]} if kind in rates else {}  # a step of the rate sweep: its rate
+    if kind in rates:
+        steps = [('rates', lambda: _started_then(session, rate_step(session, rates[kind], options.rate_seconds)))]
+    elif kind == 'churn':
         steps = [('lifecycle', lambda: _started_then(session, lifecycle(session))),
                  ('burst', lambda: burst(session, options.objects))]
     elif kind == 'restart':
@@ -143,7 +154,7 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
         async with session:
             for scenario, step in steps:
                 record: Record = {'scenario': scenario, 'variant': variant.name, 'side': side.name,
-                                  'repeat': repeat, 'namespace': namespace, 'log': str(session.log_path)}
+                                  'repeat': repeat, 'namespace': namespace, 'log': str(session.log_path), **extra}
                 records.append(record)
                 if failure is not None:
                     record.update(ok=False, error=f'Not run: {failure}')
@@ -158,18 +169,21 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
             records[-1].setdefault('cleanup_error', _describe_error(e))
         else:
             records.append({'scenario': steps[0][0], 'variant': variant.name, 'side': side.name, 'repeat': repeat,
-                            'ok': False, 'error': _describe_error(e)})
+                            'ok': False, 'error': _describe_error(e), **extra})
     return records
 
 
 def _kinds(options: Options) -> list[str]:
-    """The sessions of one repeat, in order; the bigger sizes last, and only when asked for."""
+    """The sessions of one repeat, in order; the bigger sizes last, and only when asked for; the rate sweep last."""
+    rate_kinds = [kind_of(rate) for rate in sorted(options.rates)]  # each rate a session per side: no backlog carried
+    if options.scenario == 'rates':
+        return rate_kinds
     kinds = ['churn', 'restart', 'defaults']
     if options.large_objects:
         kinds.append('large')
     if options.scale_objects:
         kinds.append('scale')
-    return kinds
+    return kinds + rate_kinds
 
 
 async def _started_then(session: Session, scenario: Awaitable[Figures]) -> Figures:
