@@ -113,9 +113,13 @@ class ExampleRun:
 
     def assert_handled_once(self, *handlers: str) -> None:
         """Each of the handlers has succeeded exactly once (none ran twice, none is missing)."""
+        self.assert_succeeded({handler: 1 for handler in handlers})
+
+    def assert_succeeded(self, expected: dict[str, int]) -> None:
+        """The handlers have succeeded so many times each (in-process, the log does not name the objects)."""
         log = self.log
-        counts = {handler: successes(log, handler) for handler in handlers}
-        assert all(count == 1 for count in counts.values()), f'Successes per handler: {counts}\n{log}'
+        counts = {handler: successes(log, handler) for handler in expected}
+        assert counts == expected, f'Successes per handler: {counts}, expected: {expected}\n{log}'
 
     def stop(self) -> None:
         """Stop the operators; fail if any of them logged a traceback."""
