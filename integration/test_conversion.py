@@ -56,15 +56,19 @@ def crds(cluster: Cluster) -> Iterator[None]:
     cluster.kubectl('delete', 'crd', STORED_IN_V1, STORED_IN_V2, '--ignore-not-found', '--wait=false')
 
 
-@pytest.fixture
-def managed(namespace: str) -> str:
-    return f'{namespace}.kopf.dev'
+MANAGED = 'conversion-tests.kopf.dev'
 
 
-@pytest.fixture
-def operator(namespace: str, managed: str, tmp_path: pathlib.Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess([OPERATOR, '-n', namespace, '--verbose'], log_path=tmp_path / 'operator.log',
-                              env={'CONVERSION_MANAGED': managed})
+@pytest.fixture(scope='module')
+def operator(crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """
+    One operator for the module (it watches nothing: conversions are cluster-wide, not per namespace).
+
+    The last test stops it to see the CRDs restored; the others only convert.
+    """
+    log_path = tmp_path_factory.mktemp('conversion') / 'operator.log'
+    process = OperatorProcess([OPERATOR, '--all-namespaces', '--standalone', '--verbose'], log_path=log_path,
+                              env={'CONVERSION_MANAGED': MANAGED})
     process.start()
     process.wait_for(r"The conversion of the CRD '[^']+' is pointed at", timeout=60, count=2)
     yield process
@@ -150,25 +154,6 @@ def test_failing_conversion_is_reported_by_kubectl_with_our_message(
     assert "Conversion 'storedinv1s-v1-to-v2' failed permanently: bomb cannot be converted" in operator.log
 
 
-def test_managed_crds_point_at_the_server_and_are_restored_at_exit(
-        cluster: Cluster, managed: str, operator: OperatorProcess) -> None:
-    for name in [STORED_IN_V1, STORED_IN_V2]:
-        crd = get_crd(cluster, name)
-        conversion = crd['spec']['conversion']
-        assert conversion['strategy'] == 'Webhook'
-        assert conversion['webhook']['conversionReviewVersions'] == ['v1']
-        url = conversion['webhook']['clientConfig']['url']
-        assert url.startswith('https://127.0.0.1:') and url.endswith('/conversion')
-        assert base64.b64decode(conversion['webhook']['clientConfig']['caBundle']).startswith(b'-----BEGIN')
-        assert json.loads(crd['metadata']['annotations'][f'{managed}/original-conversion']) == {'strategy': 'None'}
-
-    assert operator.stop() == 0
-    for name in [STORED_IN_V1, STORED_IN_V2]:
-        crd = get_crd(cluster, name)
-        assert crd['spec']['conversion'] == {'strategy': 'None'}
-        assert f'{managed}/original-conversion' not in (crd['metadata'].get('annotations') or {})
-
-
 def test_malformed_review_is_answered_400_with_one_clear_message(
         cluster: Cluster, operator: OperatorProcess) -> None:
     client_config = get_crd(cluster, STORED_IN_V1)['spec']['conversion']['webhook']['clientConfig']
@@ -181,3 +166,23 @@ def test_malformed_review_is_answered_400_with_one_clear_message(
     assert err.value.code == 400
     assert err.value.read().decode() == ("The admission review is malformed: The conversion review's "
                                          "desiredAPIVersion must be 'group/version', not None.")
+
+
+def test_managed_crds_point_at_the_server_and_are_restored_at_exit(
+        cluster: Cluster, operator: OperatorProcess) -> None:
+    # The last test of the module: it stops the module's operator.
+    for name in [STORED_IN_V1, STORED_IN_V2]:
+        crd = get_crd(cluster, name)
+        conversion = crd['spec']['conversion']
+        assert conversion['strategy'] == 'Webhook'
+        assert conversion['webhook']['conversionReviewVersions'] == ['v1']
+        url = conversion['webhook']['clientConfig']['url']
+        assert url.startswith('https://127.0.0.1:') and url.endswith('/conversion')
+        assert base64.b64decode(conversion['webhook']['clientConfig']['caBundle']).startswith(b'-----BEGIN')
+        assert json.loads(crd['metadata']['annotations'][f'{MANAGED}/original-conversion']) == {'strategy': 'None'}
+
+    assert operator.stop() == 0
+    for name in [STORED_IN_V1, STORED_IN_V2]:
+        crd = get_crd(cluster, name)
+        assert crd['spec']['conversion'] == {'strategy': 'None'}
+        assert f'{MANAGED}/original-conversion' not in (crd['metadata'].get('annotations') or {})
