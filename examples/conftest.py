@@ -142,23 +142,3 @@ def example(request: pytest.FixtureRequest, kopf_crd: Callable[..., list[str]], 
     yield run
     run.stop()
 
-
-# TEMPORARY: the plugin's kopf_-prefixed names, until they land in kopf-testing.
-from kopf_testing import pytest_plugin as _plugin  # noqa: E402
-
-if not hasattr(_plugin, 'kopf_kube'):
-    @pytest.fixture
-    def kopf_kube(kube: KubeClient) -> KubeClient:
-        return kube
-
-    @pytest.fixture
-    def kopf_crd(crd: Callable[..., list[str]]) -> Callable[..., list[str]]:
-        return crd
-
-    @pytest.fixture
-    def kopf_operator(operator: Callable[..., InProcessOperator]) -> Callable[..., InProcessOperator]:
-        return operator
-
-    @pytest.fixture
-    def kopf_operator_process(operator_process: Callable[..., OperatorProcess]) -> Callable[..., OperatorProcess]:
-        return operator_process
