@@ -41,9 +41,11 @@ def seen(seconds_ago: float = 0) -> str:
 
 
 async def react(client: FakeClient, status: Dict[str, Any], paused: Dict[Any, bool],
-                operating: asyncio.Event, priority: int = 0) -> None:
+                operating: asyncio.Event, priority: int = 0, shard_selector: Optional[str] = None) -> None:
     settings = OperatorSettings()
     settings.peering.priority = priority
+    if shard_selector is not None:
+        settings.watching.shard_selectors['pods'] = shard_selector
     await peering.react(client=client, settings=settings, identity='me', target=TARGET,  # type: ignore[arg-type]
                         body={'status': status}, paused=paused, operating=operating)
 
@@ -62,6 +64,22 @@ async def test_a_peer_with_the_same_priority_pauses_us_with_a_warning(caplog: py
     await react(client, {'other': {'priority': 0, 'lastseen': seen()}}, paused, operating)
     assert not operating.is_set()
     assert [r.levelname for r in caplog.records if 'conflicting' in r.getMessage()] == ['WARNING']
+
+
+async def test_peers_with_the_same_priority_keep_working_when_shard_selectors_are_set(
+        caplog: pytest.LogCaptureFixture) -> None:
+    client, paused, operating = FakeClient(), dict[Any, bool](), asyncio.Event()
+    await react(client, {'other': {'priority': 0, 'lastseen': seen()}}, paused, operating,
+                shard_selector="shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
+    assert operating.is_set() and paused == {TARGET: False}
+    assert not [r for r in caplog.records if 'conflicting' in r.getMessage()]
+
+
+async def test_a_peer_with_a_higher_priority_pauses_us_even_with_shard_selectors() -> None:
+    client, paused, operating = FakeClient(), dict[Any, bool](), asyncio.Event()
+    await react(client, {'other': {'priority': 10, 'lastseen': seen()}}, paused, operating,
+                shard_selector="shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
+    assert not operating.is_set() and paused == {TARGET: True}
 
 
 async def test_we_resume_when_the_peers_are_gone_and_forget_the_dead_ones(caplog: pytest.LogCaptureFixture) -> None:

@@ -5,7 +5,9 @@ Each operator writes a keep-alive into the peering object's status — its
 identity with its priority, lifetime and last-seen time — and watches the
 object. While another live operator has a higher priority, this one pauses
 (it stops serving the resources); operators with the same priority all pause,
-as they cannot decide who goes first. Dead entries (not renewed within their
+as they cannot decide who goes first — unless shard selectors are configured
+(``settings.watching.shard_selectors``), where they are taken for the other
+shards and all keep working, as in Kopf 1.45.2. Dead entries (not renewed within their
 lifetime) are removed by whoever notices them. ``kopf freeze`` is an ordinary
 entry with a high priority; ``kopf resume`` removes it.
 
@@ -201,7 +203,8 @@ async def react(
         paused[target] = True
         if not was_paused:
             logger.info(f"Pausing operations in favour of {higher}.")
-    elif same:
+    elif same and not settings.watching.shard_selectors:
+        # With shard selectors, the same-priority peers are presumably the other shards: all keep working.
         paused[target] = True
         if not was_paused:
             logger.warning(f"Possibly conflicting operators with the same priority: {same}.")
