@@ -5,8 +5,16 @@ import pathlib
 
 import pytest
 
-from kopf_testing.controlplane import BINARIES, BINARIES_ENV_VAR, BuildError, get_cache_dir, locate_binaries
-from kopf_testing.controlplane._builder import read_kubernetes_version
+from kopf_testing.controlplane import (
+    BINARIES,
+    BINARIES_ENV_VAR,
+    BuildError,
+    ensure_binaries,
+    get_cache_dir,
+    locate_binaries,
+    report_progress_to,
+)
+from kopf_testing.controlplane._builder import GoNotFound, read_kubernetes_version
 from kopf_testing.controlplane._lookup import find_existing_binaries
 from kopf_testing.controlplane._progress import BuildProgress
 
@@ -61,13 +69,46 @@ def test_binaries_scattered_over_path_are_not_mixed(tmp_path: pathlib.Path, monk
     assert find_existing_binaries() is None
 
 
-def test_without_go_the_message_says_what_to_install_or_set() -> None:
-    with pytest.raises(BuildError) as info:
+def test_without_go_one_line_says_what_to_install_or_set() -> None:
+    with pytest.raises(GoNotFound) as info:
         locate_binaries()
     message = str(info.value)
+    assert '\n' not in message
     assert 'Go is not found on PATH' in message
-    assert 'https://go.dev/doc/install' in message
+    assert 'install Go 1.' in message and 'https://go.dev/doc/install' in message
     assert f'${BINARIES_ENV_VAR}' in message
+    assert '--kopf-cluster=memory' in message
+
+
+def test_a_failed_build_step_is_reported_as_failed(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_go = tmp_path / 'go-bin' / 'go'
+    fake_go.parent.mkdir()
+    fake_go.write_text('#!/bin/sh\necho "compile: something is broken"\nexit 1\n')
+    fake_go.chmod(0o755)
+    monkeypatch.setenv('PATH', str(fake_go.parent))
+    lines: list[str] = []
+    with report_progress_to(lines.append), pytest.raises(BuildError, match=r'failed \(exit code 1\)') as info:
+        ensure_binaries('v1.99.0')
+    assert 'compile: something is broken' in str(info.value)  # the log's tail
+    assert lines[0].startswith('Building kube-apiserver, kube-controller-manager, kubectl (v1.99.0) with ')
+    assert lines[-1].endswith(': failed in 0s.') and not any(': done in' in line for line in lines)
+
+
+def test_a_successful_build_step_is_reported_as_done(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_go = tmp_path / 'go-bin' / 'go'
+    fake_go.parent.mkdir()
+    # `go build ... -o DIR/ pkgs...` or `-o DIR/etcd pkg`: make executables where the build would put them.
+    fake_go.write_text('#!/bin/sh\nPATH=/usr/bin:/bin\nwhile [ "$1" != "-o" ]; do shift; done\nout="$2"\n'
+                       'case "$out" in */) for n in kube-apiserver kube-controller-manager kubectl; do '
+                       'printf "#!/bin/sh\\n" > "$out$n"; chmod +x "$out$n"; done ;; '
+                       '*) printf "#!/bin/sh\\n" > "$out"; chmod +x "$out" ;; esac\n')
+    fake_go.chmod(0o755)
+    monkeypatch.setenv('PATH', str(fake_go.parent))
+    lines: list[str] = []
+    with report_progress_to(lines.append):
+        bin_dir = ensure_binaries('v1.99.0')
+    assert sorted(path.name for path in bin_dir.iterdir()) == sorted(BINARIES)
+    assert [line.rsplit(': ', 1)[-1] for line in lines if ': done in' in line] == ['done in 0s.', 'done in 0s.']
 
 
 def test_progress_lines_say_what_is_built_how_long_and_the_latest_package(tmp_path: pathlib.Path) -> None:

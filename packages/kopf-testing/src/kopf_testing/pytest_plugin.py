@@ -194,7 +194,11 @@ def _started_local_cluster(
             cluster = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane'),
                                                             feature_gates=feature_gates))
         except BuildError as e:
-            pytest.fail(str(e), pytrace=False)
+            failure = str(e)
+        else:
+            failure = ''
+        if failure:  # outside of the handler: else pytest shows the message twice, as an exception's context
+            pytest.fail(failure, pytrace=False)
         yield cluster
 
 
