@@ -96,7 +96,7 @@ def test_each_kind_has_a_subregistry_of_its_own(registry: OperatorRegistry, name
 
 def test_the_registry_has_the_subregistries_as_in_kopf(registry: OperatorRegistry) -> None:
     # Kopf's, in Kopf's order; then ours that Kopf never had (@kopf.on.convert).
-    assert list(vars(registry)) == list(SUBREGISTRIES) + ['_conversions']
+    assert list(vars(registry)) == [*SUBREGISTRIES, '_conversions']
 
 
 @pytest.mark.parametrize('cls, methods', list(METHODS.items()))

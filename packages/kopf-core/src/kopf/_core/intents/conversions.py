@@ -9,7 +9,7 @@ objects to the webhook in a ``ConversionReview`` and uses what comes back.
 Each function converts the objects of one resource from one version to
 another. A conversion with no function of its own goes through a chain of
 them (v1→v2→v3), the shortest one, so that an operator with N versions needs
-only the functions between the neighbouring versions, not N×(N-1) of them.
+only the functions between the neighbouring versions, not N*(N-1) of them.
 
 Like the admission handlers, they are called by the apiservers through the
 webhook server, not for watch-events: no retries, no timeouts, no filters by
