@@ -96,7 +96,7 @@ def read_converted(cluster: Cluster, namespace: str, crd: str, version: str, nam
         """the apiserver converts the object through the operator"""
         result = get_in(cluster, namespace, crd, version, name)
         return json.loads(result.stdout) if result.returncode == 0 and key in result.stdout else None
-    return kubeobjects.poll(converted, timeout=60, interval=0.5)  # type: ignore[no-any-return]
+    return kubeobjects.poll(converted, timeout=60, interval=0.5)
 
 
 def get_crd(cluster: Cluster, name: str) -> Object:

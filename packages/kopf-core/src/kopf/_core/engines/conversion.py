@@ -203,8 +203,8 @@ class ConversionFn:
     def _find_resource(self, group: str, kind: str) -> Optional[references.Resource]:
         # The selectors without a version match the preferred version only; every version is the same resource.
         matched = [r for r in self.context.resources.values() if r.group == group and r.kind == kind]
-        preferred = [r for r in matched if r.preferred]
-        return (preferred or [dataclasses.replace(r, preferred=True) for r in matched] or [None])[0]
+        preferred = [r for r in matched if r.preferred] or [dataclasses.replace(r, preferred=True) for r in matched]
+        return preferred[0] if preferred else None
 
 
 def split_api_version(api_version: str) -> Tuple[str, str]:

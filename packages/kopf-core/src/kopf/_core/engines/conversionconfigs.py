@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from typing import Any, Callable, Collection, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Collection, Dict, List, Mapping, Sequence, Set
 
 from kopf._cogs.clients import errors, protocols
 from kopf._cogs.structs import references, reviews
@@ -60,7 +60,7 @@ def select_crd_names(
         resources: Collection[references.Resource],
 ) -> List[str]:
     """The names of the CRDs (``plural.group``) that the conversion functions serve, sorted."""
-    names = set()
+    names: Set[str] = set()
     for handler in handlers_:
         matched = handler.selector.select(resources) if handler.selector is not None else []
         names.update(resource.name for resource in matched if '.' in resource.group)  # CRDs only, not built-ins

@@ -128,7 +128,8 @@ class ReviewsFn:
             headers: Optional[reviews.Headers] = None,
             sslpeer: Optional[reviews.SSLPeer] = None,
     ) -> reviews.Response:
-        if isinstance(request, Mapping) and request.get('kind') == 'ConversionReview':
+        kind: Any = request.get('kind') if isinstance(request, Mapping) else None  # typed as admission only
+        if kind == 'ConversionReview':
             response = await self.conversion(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
             return cast(reviews.Response, response)  # the protocol is typed for the admission reviews only
         return await self.admission(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
