@@ -60,28 +60,25 @@ import contextlib
 import os
 import pathlib
 import secrets
-import sys
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import pytest
 
 import kopf
 from kopf_testing._inprocess import InProcessOperator
+from kopf_testing._localcluster import started_local_cluster
 from kopf_testing._logs import unexpected
 from kopf_testing._process import OperatorProcess
 from kopf_testing._runner import KopfRunner
 from kopf_testing.controlplane import (
     CLUSTER_ENV_VAR,
     KINDS,
-    BuildError,
     Cluster,
     FeatureGates,
     FeatureGatesError,
     choose_kind,
     parse_feature_gates,
-    report_progress_to,
     run_k3d_cluster,
-    run_local_cluster,
     use_existing_cluster,
 )
 from kopf_testing.kube import Kube, KubeClient, Manifest, apply_crds
@@ -166,7 +163,7 @@ def kopf_cluster(
                     pytrace=False)
     with contextlib.ExitStack() as stack:
         if kind == 'local':
-            handle = stack.enter_context(_started_local_cluster(request.config, tmp_path_factory,
+            handle = stack.enter_context(started_local_cluster(request.config, tmp_path_factory,
                                                                 feature_gates=kopf_feature_gates))
         elif kind == 'k3d':
             handle = stack.enter_context(run_k3d_cluster(tmp_path_factory.mktemp('k3d')))
@@ -176,45 +173,6 @@ def kopf_cluster(
         monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
         monkeypatch.setenv('KUBECONFIG', str(handle.kubeconfig))
         yield handle
-
-
-@contextlib.contextmanager
-def _started_local_cluster(
-        config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, *, feature_gates: FeatureGates,
-) -> Iterator[Cluster]:
-    """
-    A local control plane, its build's progress on the terminal, and a failed build as one clear failure.
-
-    The build's message (Go missing, or the build log's tail) says all there is to
-    say: the traceback through the plugin and the builder would only bury it.
-    """
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(report_progress_to(_terminal_writer(config)))
-        try:
-            cluster = stack.enter_context(run_local_cluster(tmp_path_factory.mktemp('controlplane'),
-                                                            feature_gates=feature_gates))
-        except BuildError as e:
-            failure = str(e)
-        else:
-            failure = ''
-        if failure:  # outside of the handler: else pytest shows the message twice, as an exception's context
-            pytest.fail(failure, pytrace=False)
-        yield cluster
-
-
-def _terminal_writer(config: pytest.Config) -> Callable[[str], None]:
-    """Write a line to pytest's terminal even while the test's output is captured (else it is only on stderr)."""
-    capture = config.pluginmanager.getplugin('capturemanager')
-    reporter = config.pluginmanager.getplugin('terminalreporter')
-
-    def write(line: str) -> None:
-        if reporter is None:
-            print(line, file=sys.__stderr__, flush=True)
-            return
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.ensure_newline()
-            reporter.write_line(line)
-    return write
 
 
 @pytest.fixture(scope='session')
@@ -243,8 +201,8 @@ def kopf_gated_cluster(
                 return request.getfixturevalue('kopf_cluster')  # type: ignore[no-any-return]
             key = frozenset(gates.items())
             if key not in started:
-                started[key] = stack.enter_context(_started_local_cluster(request.config, tmp_path_factory,
-                                                                           feature_gates=gates))
+                started[key] = stack.enter_context(started_local_cluster(
+                    request.config, tmp_path_factory, feature_gates=gates, dir_name='controlplane-gated'))
             return started[key]
         yield get
 
