@@ -118,6 +118,21 @@ def test_crds_are_selected_by_the_functions_resources_without_built_ins(registry
     assert names == [CRD]
 
 
+def test_only_crds_with_both_versions_are_selected_by_broad_selectors(registry: kopf.OperatorRegistry) -> None:
+    kopf.on.convert(kopf.EVERYTHING, source='v1', target='v2', registry=registry)(fn)
+    names = conversionconfigs.select_crd_names(registry.get_conversion_handlers().get_all_handlers(),
+                                               [KOPFEXAMPLES, KOPFEXAMPLES_V2, OTHERS, PODS])
+    assert names == [CRD]  # not others.kopf.dev: it has no v2
+
+
+def test_crds_without_the_groups_preferred_version_are_selected(registry: kopf.OperatorRegistry) -> None:
+    kopf.on.convert('kopfexamples', source='v1', target='v2', registry=registry)(fn)
+    v1, v2 = (Resource('kopf.dev', v, 'kopfexamples', kind='KopfExample', preferred=False) for v in ['v1', 'v2'])
+    v3 = Resource('kopf.dev', 'v3', 'newer', kind='Newer', preferred=True)  # the group's preferred version
+    names = conversionconfigs.select_crd_names(registry.get_conversion_handlers().get_all_handlers(), [v1, v2, v3])
+    assert names == [CRD]
+
+
 # Patching and restoring.
 
 async def test_crd_is_pointed_at_the_server_and_its_original_remembered() -> None:

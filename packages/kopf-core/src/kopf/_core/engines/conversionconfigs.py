@@ -21,10 +21,12 @@ Patching a CRD needs the ``get`` and ``patch`` verbs on
 """
 from __future__ import annotations
 
+import collections
 import copy
+import dataclasses
 import json
 import logging
-from typing import Any, Callable, Collection, Dict, List, Mapping, Sequence, Set
+from typing import Any, Callable, Collection, Dict, List, Mapping, Sequence, Set, Tuple
 
 from kopf._cogs.clients import errors, protocols
 from kopf._cogs.structs import references, reviews
@@ -59,11 +61,26 @@ def select_crd_names(
         handlers_: Collection[conversions.ConversionHandler],
         resources: Collection[references.Resource],
 ) -> List[str]:
-    """The names of the CRDs (``plural.group``) that the conversion functions serve, sorted."""
+    """
+    The names of the CRDs (``plural.group``) that the conversion functions serve, sorted.
+
+    A CRD is served only if it has both versions of a function that selects it:
+    a broad selector (a category, a callable, ``kopf.EVERYTHING``) never points
+    the CRDs that the function cannot convert at the operator. Built-in
+    resources have no CRDs, and are never selected.
+    """
+    versions: Dict[Tuple[str, str], Set[str]] = collections.defaultdict(set)
+    resources_: Dict[Tuple[str, str], references.Resource] = {}  # one per resource, whatever its versions
+    for resource in resources:
+        key = (resource.group, resource.plural)
+        versions[key].add(resource.version)
+        if key not in resources_ or resource.preferred:
+            resources_[key] = dataclasses.replace(resource, preferred=True)
     names: Set[str] = set()
     for handler in handlers_:
-        matched = handler.selector.select(resources) if handler.selector is not None else []
-        names.update(resource.name for resource in matched if '.' in resource.group)  # CRDs only, not built-ins
+        matched = handler.selector.select(resources_.values()) if handler.selector is not None else []
+        names.update(resource.name for resource in matched if '.' in resource.group and
+                     {handler.source, handler.target} <= versions[(resource.group, resource.plural)])
     return sorted(names)
 
 
