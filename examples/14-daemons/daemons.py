@@ -7,6 +7,8 @@ the operator exits. ``spec`` and ``body`` are live: they show the latest state.
 
 - A sync daemon runs in a thread; it must check ``stopped`` and wait on it
   (``stopped.wait(seconds)``), never ``time.sleep()``, so that it ends in time.
+  (``kopf.SyncDaemonStopperChecker`` is the type of a sync daemon's ``stopped``:
+  ``kopf.DaemonStopped`` with a blocking ``wait()``.)
 - An async daemon is cancelled when it must stop; ``cancellation_timeout``
   gives it that long to clean up before the framework gives up on it.
 """
@@ -17,7 +19,7 @@ import kopf
 
 
 @kopf.daemon('kopfexamples')  # no cancellation_timeout: a thread cannot be cancelled, only asked to stop
-def monitor(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.ObjectLogger, **_: Any) -> None:
+def monitor(stopped: kopf.SyncDaemonStopperChecker, spec: kopf.Spec, logger: kopf.ObjectLogger, **_: Any) -> None:
     while not stopped:
         logger.info(f"Monitoring the field: {spec.get('field')!r}.")
         stopped.wait(0.5)
