@@ -152,6 +152,8 @@ def test_failing_conversion_is_reported_by_kubectl_with_our_message(
     assert f"conversion webhook for {GROUP}/v1, Kind=StoredInV1 failed: " in stderr
     assert "bomb cannot be converted to v2: the item 'explode' has no v2 form." in stderr
     assert "Conversion 'storedinv1s-v1-to-v2' failed permanently: bomb cannot be converted" in operator.log
+    # Deleted in its stored version (no conversion): the namespace's deletion would list it in v2.
+    cluster.kubectl('delete', '-n', namespace, f'storedinv1s.v1.{GROUP}', 'bomb', '--wait=false')
 
 
 def test_malformed_review_is_answered_400_with_one_clear_message(
