@@ -37,9 +37,14 @@ def kopf_example(name: str, *, labels: Optional[dict[str, str]] = None,
     return {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': metadata, 'spec': spec}
 
 
+def succeeded(handler: str) -> str:
+    """The log line of a handler's, activity's, daemon's or timer's success (by its id), as a regexp."""
+    return rf"(?:Handler|Activity|Daemon|Timer) '{re.escape(handler)}' succeeded\."
+
+
 def successes(log: str, handler: str) -> int:
-    """How many times the handler (by its id) succeeded, as the framework logs it."""
-    return len(re.findall(rf"Handler '{re.escape(handler)}' succeeded\.", log))
+    """How many times the handler (by its id) has succeeded."""
+    return len(re.findall(succeeded(handler), log))
 
 
 class ExampleRun:
@@ -90,9 +95,9 @@ class ExampleRun:
         return self.operator.wait_for(pattern, count=count, timeout=timeout)
 
     def wait_handled(self, *handlers: str, timeout: float = 30) -> str:
-        """Wait until each handler has succeeded (once more than before, if ``count`` is raised)."""
+        """Wait until each handler has succeeded (at least once)."""
         for handler in handlers:
-            self.wait_for(rf"Handler '{re.escape(handler)}' succeeded\.", timeout=timeout)
+            self.wait_for(succeeded(handler), timeout=timeout)
         return self.log
 
     def create(self, name: str, **kwargs: Any) -> Object:
