@@ -66,7 +66,8 @@ class ExampleRun:
 
     @property
     def log(self) -> str:
-        return self.operator.log
+        """The logs of all the operators started, one after another."""
+        return '\n'.join(running.log for running in self.operators)
 
     @property
     def source(self) -> pathlib.Path:
