@@ -15,6 +15,7 @@ Run them all on the local control plane::
 """
 import pathlib
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional, Union
 
@@ -47,14 +48,24 @@ def successes(log: str, handler: str) -> int:
     return len(re.findall(succeeded(handler), log))
 
 
+class ScriptProcess(OperatorProcess):
+    """An application that embeds the operator, run as ``python FILE ARGS`` (not ``kopf run``)."""
+
+    def __init__(self, path: pathlib.Path, args: Sequence[str], *, log_path: pathlib.Path) -> None:
+        super().__init__(args, log_path=log_path)
+        self.args = [sys.executable, str(path), *args]
+
+
 class ExampleRun:
     """One example's operator and the objects a test makes it handle."""
 
     def __init__(self, folder: pathlib.Path, kube: KubeClient,
                  operator: Callable[..., InProcessOperator],
-                 operator_process: Callable[[], Callable[..., OperatorProcess]]) -> None:
+                 operator_process: Callable[[], Callable[..., OperatorProcess]],
+                 tmp_path: pathlib.Path) -> None:
         self.folder = folder
         self.kube = kube
+        self.tmp_path = tmp_path
         self._operator = operator
         self._operator_process = operator_process
         self.operators: list[RunningOperator] = []
@@ -88,6 +99,14 @@ class ExampleRun:
         process = make(str(self.source), '--verbose', *args,
                        expected_errors=expected_errors, log_name=log_name)
         self.operators.append(process)
+        process.wait_for(ready, timeout=60)
+        return process
+
+    def run_script(self, *args: str, ready: str, log_name: str = 'application.log') -> ScriptProcess:
+        """``python TOPIC.py ARGS``: an application of our own; returns once it logs ``ready``."""
+        process = ScriptProcess(self.source, args, log_path=self.tmp_path / log_name)
+        self.operators.append(process)
+        process.start()
         process.wait_for(ready, timeout=60)
         return process
 
@@ -128,23 +147,26 @@ class ExampleRun:
         assert counts == expected, f'Successes per handler: {counts}, expected: {expected}\n{log}'
 
     def stop(self) -> None:
-        """Stop the operators; fail if any of them logged a traceback."""
+        """Stop the operators; fail if any of them logged a traceback or an error (the fixtures' own check
+        the ERROR lines of their operators too, with the expected ones: not of the applications here)."""
         for running in self.operators:
             running.stop()
         for running in self.operators:
             assert 'Traceback (most recent call last)' not in running.log, f'A traceback:\n{running.log}'
+            if isinstance(running, ScriptProcess):
+                assert not running.error_lines, f'Errors logged:\n{running.log}'
 
 
 @pytest.fixture
 def example(request: pytest.FixtureRequest, kopf_crd: Callable[..., list[str]], kopf_kube: KubeClient,
-            kopf_operator: Callable[..., InProcessOperator]) -> Iterator[ExampleRun]:
+            kopf_operator: Callable[..., InProcessOperator], tmp_path: pathlib.Path) -> Iterator[ExampleRun]:
     """The example of the test's folder, with the examples' CRD applied; checked for tracebacks at the end."""
     kopf_crd(CRD)
 
     def operator_process() -> Callable[..., OperatorProcess]:
         return request.getfixturevalue('kopf_operator_process')  # type: ignore[no-any-return]
 
-    run = ExampleRun(request.path.parent, kopf_kube, kopf_operator, operator_process)
+    run = ExampleRun(request.path.parent, kopf_kube, kopf_operator, operator_process, tmp_path)
     yield run
     run.stop()
 
