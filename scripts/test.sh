@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: lint and types, each package's unit tests in its own
 # environment, and the integration tests against a real Kubernetes API server
-# (a local control plane is built and started unless KUBECONFIG points to a cluster),
+# (a local control plane is built and started, unless --kopf-cluster=existing or
+# KOPF_TESTING_CLUSTER=existing asks for the cluster of KUBECONFIG),
 # the documentation, and a smoke run of the benchmarks.
 # Extra arguments go to the integration tests' pytest (e.g. --kopf-cluster=existing).
 source "$(dirname "${BASH_SOURCE[0]}")/_bootstrap.sh"
