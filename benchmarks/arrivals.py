@@ -126,12 +126,13 @@ def censored_percentile(values: Sequence[tuple[float, bool]], share: float) -> t
 
 
 def summarize(arrivals: Sequence[Arrival], *, names: Sequence[str], appeared: Mapping[str, float],
-              handled: Mapping[str, float], ended: float) -> dict[str, Any]:
+              handled: Mapping[str, float], finalized: Mapping[str, float], ended: float) -> dict[str, Any]:
     """
     The figures of one rate step: latencies from each object's due time to its create handler's result.
 
-    ``names`` are the objects' names by index; ``appeared`` and ``handled`` are the times when the
-    harness's watch first saw each object and its handler's result. An object with no result by
+    ``names`` are the objects' names by index; ``appeared``, ``finalized`` and ``handled`` are the times
+    when the harness's watch first saw each object, its finalizer (the operator's first step), and its
+    handler's result. An object with no result by
     ``ended`` (or whose creation failed) counts with ``ended - due``: a lower bound of its latency.
     """
     latencies: list[tuple[float, bool]] = []
@@ -143,8 +144,8 @@ def summarize(arrivals: Sequence[Arrival], *, names: Sequence[str], appeared: Ma
             latencies.append((ended - arrival.due, True))
     p50, p50_censored = censored_percentile(latencies, 50)
     p99, p99_censored = censored_percentile(latencies, 99)
-    from_watch = [handled[names[a.index]] - appeared[names[a.index]] for a in arrivals
-                  if names[a.index] in handled and names[a.index] in appeared]
+    from_watch = _intervals(appeared, handled, names)
+    first_step = _intervals(appeared, finalized, names)
     answers = [a.answered - a.sent for a in arrivals if a.answered is not None and a.sent is not None]
     lateness = [a.lateness for a in arrivals if a.lateness is not None]
     lateness_p99 = percentile(lateness, 99) if lateness else None
@@ -158,9 +159,15 @@ def summarize(arrivals: Sequence[Arrival], *, names: Sequence[str], appeared: Ma
         'latency_p99_lower_bound': p99_censored,
         'watch_latency_p50_ms': percentile(from_watch, 50) * 1000 if from_watch else None,
         'watch_latency_p99_ms': percentile(from_watch, 99) * 1000 if from_watch else None,
+        'finalizer_latency_p50_ms': percentile(first_step, 50) * 1000 if first_step else None,
+        'finalizer_latency_p99_ms': percentile(first_step, 99) * 1000 if first_step else None,
         'answer_p99_ms': percentile(answers, 99) * 1000 if answers else None,
         'lateness_p99_ms': None if lateness_p99 is None else lateness_p99 * 1000,
         'lateness_max_ms': max(lateness) * 1000 if lateness else None,
         # Nothing sent at all is the creator's failure too, not the operator's.
         'creator_behind': lateness_p99 is None or lateness_p99 > LATENESS_TOLERANCE_S,
     }
+
+
+def _intervals(starts: Mapping[str, float], ends: Mapping[str, float], names: Sequence[str]) -> list[float]:
+    return [ends[name] - starts[name] for name in names if name in ends and name in starts]

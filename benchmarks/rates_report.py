@@ -21,6 +21,8 @@ RATE_ROWS: tuple[tuple[str, str, str], ...] = (
     ('latency_p50_ms', "latency, due time to the create handler's result, p50 (ms)", 'latency_p50_lower_bound'),
     ('latency_p99_ms', "latency, due time to the create handler's result, p99 (ms)", 'latency_p99_lower_bound'),
     ('watch_latency_p99_ms', "latency, appearance in the harness's watch to the result, p99 (ms)", ''),
+    ('finalizer_latency_p50_ms', "latency, appearance in the harness's watch to the finalizer (the first step), "
+                                 'p50 (ms)', ''),
     ('answer_p99_ms', 'creation requests, sent to answered, p99 (ms)', ''),
     ('unhandled', 'objects without a result when the waiting ended', ''),
     ('lateness_p99_ms', "the creator's lateness behind its schedule, p99 (ms)", ''),

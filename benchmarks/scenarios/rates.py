@@ -58,7 +58,8 @@ async def rate_step(session: Session, rate: float, duration: float) -> Figures:
     ended = time.monotonic()
     cpu_s = operator.cpu_seconds() - cpu_before
     figures = arrivals.summarize(created, names=names, appeared=session.tracker.appeared,
-                                 handled=session.tracker.creation_done, ended=ended)
+                                 handled=session.tracker.creation_done,
+                                 finalized=session.tracker.finalizer_added, ended=ended)
     figures.update({
         'rate': rate,
         'duration_s': duration,

@@ -122,7 +122,8 @@ def arrival(index: int, due: float, *, lateness: float = 0.0, answer: float = 0.
 def summary(arrivals: list[Arrival], handled: dict[str, float], *, ended: float = 100.0) -> dict[str, Any]:
     names = [f'obj-{arrival.index}' for arrival in arrivals]
     appeared = {name: arrivals[index].due + 0.05 for index, name in enumerate(names)}
-    return summarize(arrivals, names=names, appeared=appeared, handled=handled, ended=ended)
+    finalized = {name: arrivals[index].due + 0.1 for index, name in enumerate(names)}
+    return summarize(arrivals, names=names, appeared=appeared, handled=handled, finalized=finalized, ended=ended)
 
 
 def test_the_latency_runs_from_the_due_time_to_the_handlers_result() -> None:
@@ -131,6 +132,7 @@ def test_the_latency_runs_from_the_due_time_to_the_handlers_result() -> None:
     assert figures['latency_p50_ms'] == pytest.approx(300)
     assert figures['latency_p99_ms'] == pytest.approx(500)  # the creator's lateness is inside, not subtracted
     assert figures['watch_latency_p99_ms'] == pytest.approx(450)  # the bursts' measure: from the watch
+    assert figures['finalizer_latency_p50_ms'] == pytest.approx(50)  # the first step, from the watch too
     assert figures['answer_p99_ms'] == pytest.approx(10)
     assert not figures['latency_p99_lower_bound'] and figures['unhandled'] == 0
     assert not figures['creator_behind']
