@@ -31,7 +31,7 @@ Object = dict[str, Any]
 RunningOperator = Union[InProcessOperator, OperatorProcess]
 
 
-def kopf_example(name: str, *, labels: Optional[dict[str, str]] = None,
+def example_body(name: str, *, labels: Optional[dict[str, str]] = None,
                  annotations: Optional[dict[str, str]] = None, **spec: Any) -> Object:
     """A ``KopfExample`` body with these labels, annotations and spec fields."""
     metadata: Object = {'name': name, 'labels': labels or {}, 'annotations': annotations or {}}
@@ -121,7 +121,7 @@ class ExampleRun:
         return self.log
 
     def create(self, name: str, **kwargs: Any) -> Object:
-        return self.kube.create(kopf_example(name, **kwargs))
+        return self.kube.create(example_body(name, **kwargs))
 
     def patch(self, name: str, patch: Object) -> Object:
         return self.kube.patch(RESOURCE, name, patch)
