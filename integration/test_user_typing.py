@@ -40,6 +40,19 @@ USER_FILE = textwrap.dedent('''
         return {'message': 'hello'}
 
 
+    @kopf.daemon('kopfexamples')
+    def sync_daemon(stopped: kopf.DaemonStopped, **_: Any) -> None:
+        while not stopped:
+            if stopped.wait(10):
+                break
+
+
+    @kopf.daemon('kopfexamples')
+    async def async_daemon(stopped: kopf.DaemonStopped, **_: Any) -> None:
+        while not stopped.is_set():
+            await stopped.wait(10)
+
+
     def embedded() -> None:
         asyncio.run(kopf.operator(clusterwide=True, standalone=True, priority=10))
         kopf.run(namespaces=['default'], liveness_endpoint='http://0.0.0.0:8080/healthz')

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 
 class DaemonStoppingReason(enum.Flag):
@@ -90,6 +90,16 @@ class DaemonStopped:
     @property
     def reason(self) -> Optional[DaemonStoppingReason]:
         return self._stopper.reason if self._stopper.is_set() else None
+
+    def wait(self, timeout: Optional[float] = None) -> Any:
+        """
+        Sleep until the timeout or until stopped: a bool in sync daemons, awaited in async ones.
+
+        Declared here for the users who annotate ``stopped: kopf.DaemonStopped``
+        (as Kopf's type allows both uses); the kwarg is always one of the subclasses.
+        """
+        raise NotImplementedError(f'{type(self).__name__} is not given to daemons; '
+                                  f'SyncDaemonStopped or AsyncDaemonStopped is.')
 
 
 class SyncDaemonStopped(DaemonStopped):
