@@ -7,13 +7,17 @@ From the repository's root (it starts a local control plane of its own)::
 
 The same N objects are served by 1, 2 and 3 ``kopf run --shards=auto``
 replicas of ``integration/operators_src/sharding.py`` (a create handler), each
-behind a proxy of its own that counts the objects it receives (in lists and
-watch events). After the replicas have settled and handled every object, every
-object is patched once; the measured window runs from the first patch until no
-replica has received an event for 3 seconds. Figures per replica: the objects
-received in the window (the patches' events), peak RSS (``VmHWM``), and CPU
-seconds in the window. Server-side (the ``ShardedListAndWatch`` gate on) only
-where the control plane's Kubernetes release has the gate; client-side always.
+behind a proxy of its own that counts the watch events it receives
+(``integration/watchcounting.py``). After the replicas have settled and handled
+every object, every object is patched once; the measured window runs from the
+first patch until no replica has received an event for 3 seconds. Figures per
+replica: the watch events received in the window (the patches' events), the
+same per object, peak RSS (``VmHWM``), and CPU seconds in the window.
+Server-side: the ``ShardedListAndWatch`` gate on (Kubernetes 1.36+; the pinned
+1.37.2 has it, alpha and off by default), the API server sends each replica only
+its objects; client-side: the gate off, every replica receives every event and
+drops the others' objects. A mode that cannot run (a release without the gate)
+is said and skipped.
 """
 import argparse
 import asyncio
@@ -27,38 +31,17 @@ import tempfile
 import time
 from typing import Any
 
-import aiohttp
-
-from integration.chaos import _api, _proxy
+from integration.chaos import _api
 from integration.chaos._harness import _write_kubeconfig
 from integration.controlplane import ControlPlane
 from integration.kubeobjects import crd_manifest
 from integration.operating import REPO_ROOT, kopf_executable
+from integration.watchcounting import CountingProxy
 from kopf._core.engines import membership, sharding
 
 OPERATOR = REPO_ROOT / 'integration' / 'operators_src' / 'sharding.py'
 GROUP, PLURAL, KIND = 'shard.kopf.dev', 'shardthings', 'ShardThing'
 QUIET = 3.0  # seconds without events that end the measured window
-
-
-class CountingProxy(_proxy.FaultProxy):
-    """The chaos proxy without faults, counting the watch events and the listed objects it passes on."""
-
-    received = 0
-
-    async def _pump(self, upstream: aiohttp.ClientResponse, watch: Any) -> None:
-        buffer = b''
-        try:
-            async for chunk in upstream.content.iter_any():
-                buffer += chunk
-                *lines, buffer = buffer.split(b'\n')
-                for line in lines:
-                    if PLURAL in watch.path and line.strip() and b'"BOOKMARK"' not in line[:40]:
-                        self.received += 1
-                    if not await _proxy._write_safely(watch, line + b'\n'):
-                        return
-        except (aiohttp.ClientError, OSError):
-            pass
 
 
 async def _settled(api: _api.Api, namespace: str, count: int) -> bool:
@@ -103,7 +86,7 @@ async def measure(cp: ControlPlane, api: _api.Api, *, replicas: int, objects: in
     calls.touch()
     proxies, processes = [], []
     for index in range(replicas):
-        proxy = CountingProxy(cp.server, api.ssl_context, workdir / f'{namespace}-{index}.journal')
+        proxy = CountingProxy(cp.server, api.ssl_context, workdir / f'{namespace}-{index}.journal', plural=PLURAL)
         kubeconfig = _write_kubeconfig(workdir / f'{namespace}-{index}.kubeconfig', await proxy.start(),
                                        cp.admin_token)
         # The Leases' default timings: the short ones of the tests flap under a burst on 2 cores.
@@ -122,7 +105,8 @@ async def measure(cp: ControlPlane, api: _api.Api, *, replicas: int, objects: in
         await _quiet(proxies)
         window = time.monotonic() - started - QUIET
         return [{'mode': mode, 'replicas': replicas, 'replica': index, 'objects': objects,
-                 'events': proxy.received - events, 'cpu_seconds': round(_cpu_seconds(process.pid) - cpu, 2),
+                 'events': proxy.received - events, 'events_per_object': round((proxy.received - events) / objects, 2),
+                 'cpu_seconds': round(_cpu_seconds(process.pid) - cpu, 2),
                  'peak_rss_mib': round(_peak_rss_mib(process.pid), 1), 'window_seconds': round(window, 1)}
                 for index, (proxy, process, (events, cpu)) in enumerate(zip(proxies, processes, before, strict=True))]
     finally:
@@ -175,10 +159,10 @@ async def run_mode(mode: str, objects: int, workdir: pathlib.Path) -> list[dict[
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ['| mode | replicas | replica | events received | CPU s | peak RSS MiB |',
-             '|---|---|---|---|---|---|']
-    lines += [f"| {r['mode']} | {r['replicas']} | {r['replica']} | {r['events']} | {r['cpu_seconds']} | "
-              f"{r['peak_rss_mib']} |" for r in rows]
+    lines = ['| mode | replicas | replica | events received | per object | CPU s | peak RSS MiB |',
+             '|---|---|---|---|---|---|---|']
+    lines += [f"| {r['mode']} | {r['replicas']} | {r['replica']} | {r['events']} | {r['events_per_object']} | "
+              f"{r['cpu_seconds']} | {r['peak_rss_mib']} |" for r in rows]
     return '\n'.join(lines)
 
 

@@ -184,14 +184,14 @@ def assert_daemons_never_overlap(calls: Calls) -> dict[str, float]:
         if call['handler'] in ('daemon', 'heartbeat', 'daemon-exit'):
             beats.setdefault(call['object'], []).append(call)
     gaps: dict[str, float] = {}
-    for name, calls in beats.items():
+    for name, object_calls in beats.items():
         spans: dict[int, list[float]] = {}
-        for call in calls:
+        for call in object_calls:
             spans.setdefault(call['pid'], []).append(call['time'])
         ordered = sorted((min(times), max(times), pid) for pid, times in spans.items())
         for (_, end, pid), (start, _, other) in itertools.pairwise(ordered):
             assert start >= end, f"{name}: the daemon ran in {pid} and {other} at once"
-        times = sorted(call['time'] for call in calls)
+        times = sorted(call['time'] for call in object_calls)
         gaps[name] = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
     return gaps
 
