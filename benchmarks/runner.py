@@ -47,8 +47,10 @@ class Options:
     variants: tuple[str, ...] = ('status', 'plain')
     sides: tuple[str, ...] = sides_.SIDES
     baseline_objects: int = 100
-    rates: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0)  # the rate sweep's objects per second (empty: not run)
-    rate_seconds: float = 30.0  # the arrivals' duration at each rate
+    # The rate sweep's objects per second (empty: not run): steps of ~1.4 times, so that "0.8 times the bound"
+    # can be told from "equal"; up to past the saturation of the API server itself on a 2-core machine.
+    rates: tuple[float, ...] = (5.0, 7.0, 10.0, 14.0, 20.0, 28.0, 40.0)
+    rate_seconds: float = 20.0  # the arrivals' duration at each rate
     scenario: str = 'all'  # or 'rates': the rate sweep alone
     settings: Settings = dataclasses.field(default_factory=Settings)
     work_dir: pathlib.Path = pathlib.Path('benchmarks/results/work')
