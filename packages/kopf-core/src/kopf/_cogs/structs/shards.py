@@ -14,7 +14,9 @@ the end of the hash space, ``0x10000000000000000`` (2**64).
 
 A server without the feature ignores the parameter (its list responses then
 have no ``metadata.shardInfo``): the framework then filters on its own side
-with this module, so that both ways split the objects the same way.
+with this module, so that both ways split the objects the same way. (1.37.2
+with the gate filters custom resources without echoing ``shardInfo``: they are
+checked again here, and nothing more is dropped.)
 """
 from __future__ import annotations
 

@@ -12,7 +12,9 @@ without the ``ShardedListAndWatch`` feature gate) ignores the shard selector.
 It says so by not echoing it in a list's ``metadata.shardInfo``; the objects
 outside of the shard are then dropped here, by the same hash as the server's
 (see :mod:`kopf._cogs.structs.shards`), so that several operators with
-complementary shards split the objects the same way on any server.
+complementary shards split the objects the same way on any server. (1.37.2
+with the gate filters custom resources but does not echo the selector in their
+lists: their objects are checked here too, and none is dropped.)
 """
 from __future__ import annotations
 
