@@ -388,7 +388,7 @@ def test_leases_forbidden_stop_the_replica_until_granted_again(
         grant(cluster, namespace, leases=False)
         restricted.wait_for(r"stopping serving all slots", timeout=30)
         restricted.wait_for(r"Serving the slots none of 64", timeout=30)
-        kubeobjects.poll(lambda: served_by(replicas, 'y') == sharding.ALL_SLOTS or None, timeout=30)
+        kubeobjects.poll(lambda: served_by(replicas, 'y') == sharding.ALL_SLOTS or None, timeout=TAKEOVER + 30)
         names = create_batch(cluster, namespace, 'while-forbidden', 40)
         calls = wait_created(replicas.calls, names, timeout=60)
         assert {calls[name]['replica'] for name in names} == {'y'}
