@@ -20,7 +20,7 @@ from integration.operating import EXAMPLES, OperatorProcess
 
 COUNTER = str(pathlib.Path(__file__).parent / 'operators_src' / 'event_counter.py')
 OBJECTS = 20_000
-PAGE_SIZE = 500  # what the framework requests per page
+PAGE_SIZE = 500  # settings.watching.chunk_size, as an operator with many objects sets it
 PEAK_RSS_LIMIT_MIB = 200  # far above what is expected; catches holding the whole listing several times
 
 
@@ -64,7 +64,8 @@ def test_initial_listing_of_20k_objects_is_paginated_with_bounded_memory(
         cluster: Cluster, namespace: str, tmp_path: pathlib.Path) -> None:
     asyncio.run(create_many(cluster, namespace, OBJECTS))
     before = cluster.metrics()
-    with OperatorProcess([COUNTER, '-n', namespace], log_path=tmp_path / 'op.log') as op:
+    with OperatorProcess([COUNTER, '-n', namespace], log_path=tmp_path / 'op.log',
+                         env={'COUNTER_CHUNK_SIZE': str(PAGE_SIZE)}) as op:
         op.wait_for(rf"Seen {OBJECTS} events\.", timeout=300)
         assert op.process is not None
         peak = peak_rss_mib(op.process.pid)

@@ -15,7 +15,6 @@ import dataclasses
 import importlib.metadata
 import logging
 import signal
-import threading
 from typing import Any, Collection, Dict, List, Optional, Tuple
 
 from kopf._cogs.aiokits import aioadapters, aiostopping
@@ -50,6 +49,7 @@ from kopf._core.reactor import (
     pausing,
     processing,
     sharding,
+    signalling,
 )
 
 logger = logging.getLogger('kopf.reactor.running')
@@ -196,10 +196,11 @@ class _OperatorRun:
         self.pauser = pausing.DaemonsPauser(memories=self.memories, operating=self.operating,
                                             context_of=self._daemon_context)
         self.ultimate_exit: Optional[asyncio.TimerHandle] = None  # armed by a signal
+        self.signals = signalling.SignalCatcher(self._on_signal)
 
     async def run(self) -> None:
         logger.debug(f"Starting Kopf {_version()}.")
-        self._install_signal_handlers()
+        self.signals.install()
         client = self.driver.create_client(vault=self.vault, settings=self.settings)
         background: List[asyncio.Task[Any]] = []
         try:
@@ -230,7 +231,7 @@ class _OperatorRun:
             await self._stop_daemons()
             await aiostopping.stop_tasks(background[::-1], title='Core', logger=logger)
             await self._hand_over()
-            self._remove_signal_handlers()
+            self.signals.remove()
             try:
                 await activities.run_activity(activity=handlers.Activity.CLEANUP, registry=self.registry,
                                               settings=self.settings, memo=self.memo,
@@ -366,26 +367,6 @@ class _OperatorRun:
             logger.info(f"Stop-flag is set to {result!r}. Operator is stopping.")
         self.stopping.set()
 
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # signals are delivered to the main thread only: use the stop-flag there
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError):
-                pass
-
-    def _remove_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError):
-                pass
-
     def _on_signal(self, sig: signal.Signals) -> None:
         logger.info(f"Signal {sig.name} is received. Operator is stopping.")
         if self.ultimate_exit is None:  # the countdown of a stuck exit starts with the first signal
@@ -393,4 +374,4 @@ class _OperatorRun:
         self.stopping.set()
         if sig == signal.SIGINT:
             # The second Ctrl-C exits at once (the default handler raises KeyboardInterrupt).
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            self.signals.release(signal.SIGINT)
