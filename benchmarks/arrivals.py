@@ -132,8 +132,8 @@ def summarize(arrivals: Sequence[Arrival], *, names: Sequence[str], appeared: Ma
 
     ``names`` are the objects' names by index; ``appeared``, ``finalized`` and ``handled`` are the times
     when the harness's watch first saw each object, its finalizer (the operator's first step), and its
-    handler's result. An object with no result by
-    ``ended`` (or whose creation failed) counts with ``ended - due``: a lower bound of its latency.
+    handler's result. An object with no result by ``ended`` (or whose creation failed) counts with
+    ``ended - due``: a lower bound of its latency.
     """
     latencies: list[tuple[float, bool]] = []
     for arrival in arrivals:
