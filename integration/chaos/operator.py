@@ -69,7 +69,7 @@ async def keeper(name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
     _records.append(RUNS, event='daemon-start', obj=name, handler='keeper')
     try:
         while not stopped:
-            await stopped.wait(60)  # type: ignore[attr-defined]
+            await stopped.wait(60)
     finally:
         _records.append(RUNS, event='daemon-exit', obj=name, handler='keeper')
 

@@ -18,7 +18,7 @@ logger = logging.getLogger('daemons')
 def sync_daemon(stopped: kopf.DaemonStopped, name: str, **_: Any) -> None:
     logger.info(f"sync daemon of {name} started at {time.time():.3f}")
     while not stopped:
-        stopped.wait(10)  # type: ignore[attr-defined]
+        stopped.wait(10)
     logger.info(f"sync daemon of {name} stopped at {time.time():.3f} because {stopped.reason!r}")
 
 
@@ -26,7 +26,7 @@ def sync_daemon(stopped: kopf.DaemonStopped, name: str, **_: Any) -> None:
 async def async_daemon(stopped: kopf.DaemonStopped, name: str, **_: Any) -> None:
     logger.info(f"async daemon of {name} started at {time.time():.3f}")
     while not stopped:
-        await stopped.wait(10)  # type: ignore[attr-defined]
+        await stopped.wait(10)
     logger.info(f"async daemon of {name} stopped at {time.time():.3f} because {stopped.reason!r}")
 
 
@@ -44,7 +44,7 @@ async def stubborn_daemon(name: str, **_: Any) -> None:
 async def filtered_daemon(stopped: kopf.DaemonStopped, name: str, **_: Any) -> None:
     logger.info(f"filtered daemon of {name} started at {time.time():.3f}")
     while not stopped:
-        await stopped.wait(10)  # type: ignore[attr-defined]
+        await stopped.wait(10)
     logger.info(f"filtered daemon of {name} stopped at {time.time():.3f} because {stopped.reason!r}")
 
 

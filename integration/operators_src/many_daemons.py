@@ -29,7 +29,7 @@ async def watcher(stopped: kopf.DaemonStopped, **_: Any) -> None:
         logger.info(f"{EXPECTED} daemons are running: {len(asyncio.all_tasks())} tasks, "
                     f"RSS {_rss_mib():.1f} MiB.")
     while not stopped:
-        await stopped.wait(60)  # type: ignore[attr-defined]
+        await stopped.wait(60)
 
 
 @kopf.timer('kopfexamples', interval=30)

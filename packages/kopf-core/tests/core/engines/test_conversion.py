@@ -133,7 +133,7 @@ async def test_objects_in_the_desired_version_are_returned_as_they_are(
 
 async def test_empty_review_succeeds_with_no_objects(conversion: ConversionFn) -> None:
     response = await conversion(review('kopf.dev/v2'))
-    assert response['response'] == {'uid': 'req-1', 'convertedObjects': [], 'result': {'status': 'Success'}}
+    assert dict(response['response']) == {'uid': 'req-1', 'convertedObjects': [], 'result': {'status': 'Success'}}
 
 
 async def test_chain_of_functions_converts_through_the_intermediate_version(
@@ -204,7 +204,7 @@ async def test_missing_conversion_fails_naming_the_versions_and_what_to_register
         conversion: ConversionFn, registry: kopf.OperatorRegistry) -> None:
     kopf.on.convert('kopfexamples', source='v1', target='v2', registry=registry)(v1_to_v2)
     response = await conversion(review('kopf.dev/v1', obj('v2', items=['f'])))
-    assert response['response'] == {'uid': 'req-1', 'convertedObjects': [], 'result': {
+    assert dict(response['response']) == {'uid': 'req-1', 'convertedObjects': [], 'result': {
         'status': 'Failure',
         'message': "No conversion of KopfExample (kopf.dev) from v2 to v1: register one with "
                    "@kopf.on.convert('kopf.dev', 'kopfexamples', source='v2', target='v1'), or a chain of them."}}

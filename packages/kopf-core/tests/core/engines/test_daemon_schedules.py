@@ -213,7 +213,7 @@ async def test_daemon_restarts_after_a_temporary_error_with_its_delay() -> None:
         calls.append(loop.time())
         if retry < 2:
             raise kopf.TemporaryError("restart me", delay=10)
-        await stopped.wait()  # type: ignore[attr-defined]
+        await stopped.wait()
     await run_for(30, memory, make_daemon(restarting), Recorder())
     assert calls == [0, 10, 20]
 
@@ -242,7 +242,7 @@ async def test_daemon_stopped_by_filters_can_be_spawned_again() -> None:
 
     async def follower(stopped: kopf.DaemonStopped, **_: Any) -> None:
         calls.append(asyncio.get_running_loop().time())
-        await stopped.wait()  # type: ignore[attr-defined]
+        await stopped.wait()
     handler = make_daemon(follower)
     recorder = Recorder()
     daemons.spawn_daemons(memory=memory, matching=[handler], context=recorder.context())
@@ -261,7 +261,7 @@ async def test_daemon_initial_delay() -> None:
 
     async def late(stopped: kopf.DaemonStopped, **_: Any) -> None:
         calls.append(asyncio.get_running_loop().time())
-        await stopped.wait()  # type: ignore[attr-defined]
+        await stopped.wait()
     await run_for(10, memory, make_daemon(late, initial_delay=7), Recorder())
     assert calls == [7]
 
