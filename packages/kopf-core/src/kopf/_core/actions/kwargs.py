@@ -10,16 +10,15 @@ import datetime
 from collections.abc import Mapping
 from typing import Any, Dict, Optional
 
-from kopf._cogs.structs import diffs
+from kopf._cogs.structs import bodies, diffs, references
 from kopf._core.actions import progression
 from kopf._core.intents import causes, handlers
 
 
-def build_resource_kwargs(cause: causes.BaseCause) -> Dict[str, Any]:
-    """The kwargs common to all resource handlers: the object and its parts."""
-    body = cause.body
-    kwargs: Dict[str, Any] = dict(
-        resource=cause.resource,
+def build_body_kwargs(resource: references.Resource, body: bodies.Body) -> Dict[str, Any]:
+    """The object and its parts: the kwargs of every function that gets an object."""
+    return dict(
+        resource=resource,
         body=body,
         spec=body.spec,
         meta=body.metadata,
@@ -29,6 +28,13 @@ def build_resource_kwargs(cause: causes.BaseCause) -> Dict[str, Any]:
         namespace=body.metadata.namespace,
         labels=body.metadata.labels,
         annotations=body.metadata.annotations,
+    )
+
+
+def build_resource_kwargs(cause: causes.BaseCause) -> Dict[str, Any]:
+    """The kwargs common to all resource handlers: the object and its parts."""
+    kwargs = build_body_kwargs(cause.resource, cause.body)
+    kwargs.update(
         patch=cause.patch,
         logger=cause.logger,
         memo=cause.memo,

@@ -27,11 +27,11 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict
 
-from kopf._cogs.configs import configuration
 from kopf._cogs.structs import bodies, references, reviews
 from kopf._core.actions import errors, invocation, loggers
+from kopf._core.actions import kwargs as actions_kwargs
 from kopf._core.engines import admission
-from kopf._core.intents import conversions, registries
+from kopf._core.intents import conversions
 
 logger = logging.getLogger('kopf.engines.conversion')
 
@@ -74,15 +74,9 @@ class ConversionFailure(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
-class ConversionContext:
-    """What the conversion functions get besides the objects (the operator's shared state)."""
-    registry: registries.OperatorRegistry
-    settings: configuration.OperatorSettings
-    memo: Any
-    memo_of: Callable[[Mapping[str, Any]], Optional[Any]]  # the memo of a known object, if any
-    indices: Mapping[str, Any]
-    resources: Mapping[Tuple[str, str, str], references.Resource]  # (group, version, plural) -> resource
-    rescan: Optional[Callable[[], Awaitable[None]]] = None  # refreshes the resources above
+class ConversionContext(admission.AdmissionContext):
+    """The operator's shared state, as the admission handlers get it, and a refresh of its resources."""
+    rescan: Optional[Callable[[], Awaitable[None]]] = None  # a review names only a kind: maybe a new one
 
 
 class ConversionFn:
@@ -165,17 +159,8 @@ class ConversionFn:
             extra: Mapping[str, Any],
     ) -> Dict[str, Any]:
         memo = self.context.memo_of(body)
-        kwargs: Dict[str, Any] = dict(
-            resource=resource,
-            body=body,
-            spec=body.spec,
-            meta=body.metadata,
-            status=body.status,
-            uid=body.metadata.uid,
-            name=body.metadata.name,
-            namespace=body.metadata.namespace,
-            labels=body.metadata.labels,
-            annotations=body.metadata.annotations,
+        kwargs = actions_kwargs.build_body_kwargs(resource, body)
+        kwargs.update(
             logger=loggers.LocalObjectLogger(body=body, settings=self.context.settings),
             # An object being created is not known yet, and may never be stored: a throwaway memo then.
             memo=memo if memo is not None else copy.copy(self.context.memo),
