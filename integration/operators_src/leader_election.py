@@ -26,7 +26,6 @@ def record(name: str, handler: str) -> None:
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    settings.queueing.batch_window = 0.01
     settings.leader_election.lease_duration = float(os.environ.get('LEASE_DURATION', '15'))
     settings.leader_election.renew_deadline = float(os.environ.get('RENEW_DEADLINE', '10'))
     settings.leader_election.retry_period = float(os.environ.get('RETRY_PERIOD', '2'))

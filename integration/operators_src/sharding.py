@@ -28,7 +28,6 @@ def record(name: str, uid: str, handler: str) -> None:
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    settings.queueing.batch_window = 0.01
     settings.posting.enabled = False  # fewer requests: the tests count calls in the file, not events
     settings.sharding.lease_duration = float(os.environ.get('LEASE_DURATION', '15'))
     settings.sharding.renew_deadline = float(os.environ.get('RENEW_DEADLINE', '10'))

@@ -273,7 +273,7 @@ def kopf_operator(
         def run(*paths: Union[str, pathlib.Path], settings: Optional[kopf.OperatorSettings] = None,
                 expected_errors: Sequence[str] = (), timeout: float = 60) -> InProcessOperator:
             running = InProcessOperator(registry=kopf_registry, namespace=kopf_namespace, paths=paths,
-                                        settings=settings or _quick_settings(), client=client, timeout=timeout)
+                                        settings=settings or kopf.OperatorSettings(), client=client, timeout=timeout)
             track(running, expected_errors)
             return running.start()
         yield run
@@ -301,18 +301,6 @@ def kopf_operator_process(
                 process.start()
             return process
         yield make
-
-
-def _quick_settings() -> kopf.OperatorSettings:
-    """
-    The defaults, but with a shorter batch window: a test waits for each reaction.
-
-    The window (0.1s by default) merges the bursts of events of a busy object;
-    in a test, there are few events, and waiting for them is most of its time.
-    """
-    settings = kopf.OperatorSettings()
-    settings.queueing.batch_window = 0.01
-    return settings
 
 
 @contextlib.contextmanager

@@ -19,7 +19,8 @@ def test_queueing_defaults() -> None:
     assert settings.queueing.idle_timeout == 5.0
     assert settings.queueing.exit_timeout == 2.0
     assert tuple(settings.queueing.error_delays) == (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
-    assert settings.queueing.batch_window == 0.1
+    # Kopf 1.45.2 reads 0.1 and ignores it (no time-based batching); ours reads what it does: no window.
+    assert settings.queueing.batch_window == 0.0
 
 
 def test_queueing_fields_in_kopfs_positional_order() -> None:

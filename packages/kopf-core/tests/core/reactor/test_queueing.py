@@ -50,9 +50,16 @@ async def stream(*items: Any) -> AsyncIterator[RawEvent]:
     await asyncio.Event().wait()
 
 
+def windowed() -> OperatorSettings:
+    """The settings of most tests here: a batching window of 0.1 s, to see the timing of the merges."""
+    settings = OperatorSettings()
+    settings.queueing.batch_window = 0.1
+    return settings
+
+
 async def run_watcher(events: AsyncIterator[RawEvent], processor: FakeProcessor, *, until: float,
                       settings: Optional[OperatorSettings] = None) -> None:
-    settings = settings or OperatorSettings()
+    settings = settings or windowed()
     task = asyncio.create_task(watcher(events=events, processor=processor, settings=settings))
     await asyncio.sleep(until)
     task.cancel()
@@ -64,6 +71,14 @@ async def test_events_arriving_together_are_processed_once_as_the_newest() -> No
     processor = FakeProcessor()
     await run_watcher(stream(event('a', 1), 0.05, event('a', 2), 0.05, event('a', 3)), processor, until=10)
     assert timeline(processor) == [(0.2, 'a', '3')]  # the batch window (0.1 s) after the last one
+
+
+@pytest.mark.looptime
+async def test_by_default_events_are_processed_at_once_and_those_arrived_together_merged() -> None:
+    processor = FakeProcessor()
+    await run_watcher(stream(event('a', 1), event('a', 2), 0.05, event('a', 3)), processor, until=10,
+                      settings=OperatorSettings())
+    assert timeline(processor) == [(0.0, 'a', '2'), (0.05, 'a', '3')]  # no window: no waiting
 
 
 @pytest.mark.looptime
@@ -132,7 +147,7 @@ async def test_unexpected_errors_are_throttled_and_logged(caplog: pytest.LogCapt
     settings.queueing.error_delays = [5, 7]
     processor = FakeProcessor(answer)
     await run_watcher(stream(event('a', 1)), processor, until=100, settings=settings)
-    assert [round(time, 1) for time, _, _ in processor.calls] == [0.1, 5.1, 12.1]
+    assert [round(time, 1) for time, _, _ in processor.calls] == [0.0, 5.0, 12.0]  # no batching window
     messages = [record.getMessage() for record in caplog.records if record.name == 'kopf.reactor.queueing']
     assert messages == ["Unexpected error while processing uid-a: ValueError('boom'). Throttling for 5 seconds.",
                         "Unexpected error while processing uid-a: ValueError('boom'). Throttling for 7 seconds."]
