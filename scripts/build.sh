@@ -32,7 +32,8 @@ VENV_PY="$WORK/venv/bin/python"
 # resolved together offline: mismatched siblings would fail here.
 hatch run release:check-archives "$DIST" --requirements "${EXTRAS[@]}" >"$WORK/requirements.txt"
 uv pip install --quiet --python "$VENV_PY" -r "$WORK/requirements.txt"
-uv pip install --python "$VENV_PY" --no-index --find-links "$DIST" \
+# --no-cache: the version stays 0.1.0 from build to build, and uv would reuse an older build's wheel.
+uv pip install --python "$VENV_PY" --no-cache --no-index --find-links "$DIST" \
     "kopf-cli[uvloop]" "kopf-client[metrics]" "${PACKAGES[@]}"
 uv pip check --python "$VENV_PY"
 

@@ -14,7 +14,8 @@ PACKAGES=(kopf-core kopf-client kopf-cli kopf-testing)
 if [ "${1:-}" = "--from" ]; then
     # The built wheels (scripts/build.sh): ours from there only, the third-party ones from the index.
     DIST="$(cd "$2" && pwd)"
-    uv pip install --quiet --python "$VENV_PY" --find-links "$DIST" --no-index --no-deps "${PACKAGES[@]}"
+    # --no-cache: the version stays the same from build to build; uv would reuse an older wheel.
+    uv pip install --quiet --python "$VENV_PY" --no-cache --find-links "$DIST" --no-index --no-deps "${PACKAGES[@]}"
     uv pip install --quiet --python "$VENV_PY" --find-links "$DIST" "${PACKAGES[@]}"
 else
     uv pip install --quiet --python "$VENV_PY" "${PACKAGES[@]/#/packages/}"
