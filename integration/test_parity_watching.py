@@ -4,8 +4,8 @@ Kopf 1.45's watching settings on a real API server: selectors, chunks, streaming
 Inputs: the operator ``operators_src/watching_parity.py`` with its settings from
 environment variables, run with ``--verbose`` (DEBUG) against objects created
 before it starts (and some after). Outputs: the operator's log (which objects it
-handled, and which it never heard of at all), and the API server's own request
-counters (``apiserver_request_total``: how many LISTs the initial listing took).
+handled, and which it never heard of at all), and its list requests, counted by a
+proxy in front of it (how many LISTs the initial listing took).
 
 The session's API server streams lists (WatchList is on by default since 1.34)
 but does not shard them (the ShardedListAndWatch gate is alpha and off by default
@@ -29,8 +29,7 @@ from integration.controlplane import Cluster, ControlPlaneError
 from integration.operating import EXAMPLES
 from integration.watchcounting import ProxyLoop
 from kopf._cogs.structs import shards
-from kopf_testing import OperatorProcess, poll
-from kopf_testing.controlplane import subtract_counts, sum_counts
+from kopf_testing import OperatorProcess
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'watching_parity.py')
 LOWER = shards.format_range('object.metadata.uid', 0, 1 << 63)
@@ -64,22 +63,22 @@ def uids(cluster: Cluster, namespace: str) -> dict[str, str]:
     return {item['metadata']['name']: item['metadata']['uid'] for item in json.loads(output)['items']}
 
 
-def no_namespace_terminating(cluster: Cluster) -> bool:
-    """No namespace is being deleted (the namespace controller lists every resource in a deleted one)."""
-    output = cluster.kubectl('get', 'namespaces', '-o', 'json').stdout
-    return all(item.get('status', {}).get('phase') != 'Terminating' for item in json.loads(output)['items'])
+def lists_of_kopfexamples(cluster: Cluster, tmp_path: pathlib.Path, action: Callable[[pathlib.Path], Any]) -> int:
+    """
+    How many LIST requests of kopfexamples the operator made during the action (given its kubeconfig).
 
-
-def lists_of_kopfexamples(cluster: Cluster, action: Callable[[], Any]) -> int:
-    """How many LIST requests of kopfexamples in a namespace the API server served during the action."""
+    Counted by a proxy in front of that operator alone: the API server's own counters also count
+    the namespace controller's lists in every namespace being deleted, which other tests leave.
+    """
     if cluster.control_plane is None:
-        pytest.skip("The API server's request counters are read from the local control plane (--cluster=local).")
-    poll(lambda: no_namespace_terminating(cluster), timeout=120, interval=1)
-    before = cluster.control_plane.read_request_counts()
-    action()
-    delta = subtract_counts(cluster.control_plane.read_request_counts(), before)
-    # Namespaced: the controller manager's own cluster-wide lists (the garbage collector's) are not ours.
-    return sum_counts(delta, verb='LIST', resource='kopfexamples', scope='namespace')
+        pytest.skip("The proxy that counts the requests is made for the local control plane (--cluster=local).")
+    proxies = ProxyLoop(cluster.control_plane, tmp_path, plural='kopfexamples')
+    try:
+        proxy, kubeconfig = proxies.kubeconfig('counted')
+        action(kubeconfig)
+    finally:
+        proxies.close()
+    return proxy.lists
 
 
 # --- Server-side watch selectors ---
@@ -138,42 +137,42 @@ def test_field_selectors_by_namespace_hide_the_other_namespaces_from_a_cluster_w
 # --- The initial listing: in chunks, or streamed ---
 
 def test_a_chunked_initial_listing_handles_all_the_objects(
-        cluster: Cluster, namespace: str, operator_process: StartOperator) -> None:
+        cluster: Cluster, namespace: str, operator_process: StartOperator, tmp_path: pathlib.Path) -> None:
     names = [f'obj-{index}' for index in range(7)]
     for name in names:
         create(cluster, namespace, name)
 
-    def run() -> None:
-        operator = start(operator_process, PARITY_CHUNK_SIZE='2')
+    def run(kubeconfig: pathlib.Path) -> None:
+        operator = start(operator_process, PARITY_CHUNK_SIZE='2', KUBECONFIG=str(kubeconfig))
         operator.wait_for(r"Handled obj-\d\.", count=7, timeout=60)
         assert sorted(handled(operator.log)) == names
         assert [f'obj-{i}' for i in range(7)] == sorted(re.findall(r"Event None for (\S+)\.", operator.log))
         operator.stop()
 
-    assert lists_of_kopfexamples(cluster, run) == 4  # 2 + 2 + 2 + 1
+    assert lists_of_kopfexamples(cluster, tmp_path, run) == 4  # 2 + 2 + 2 + 1
 
 
 def test_a_whole_initial_listing_is_one_list_request_by_default(
-        cluster: Cluster, namespace: str, operator_process: StartOperator) -> None:
+        cluster: Cluster, namespace: str, operator_process: StartOperator, tmp_path: pathlib.Path) -> None:
     for index in range(7):
         create(cluster, namespace, f'obj-{index}')
 
-    def run() -> None:
-        operator = start(operator_process)
+    def run(kubeconfig: pathlib.Path) -> None:
+        operator = start(operator_process, KUBECONFIG=str(kubeconfig))
         operator.wait_for(r"Handled obj-\d\.", count=7, timeout=60)
         operator.stop()
 
-    assert lists_of_kopfexamples(cluster, run) == 1
+    assert lists_of_kopfexamples(cluster, tmp_path, run) == 1
 
 
 def test_a_streaming_initial_listing_handles_all_the_objects_without_listing(
-        cluster: Cluster, namespace: str, operator_process: StartOperator) -> None:
+        cluster: Cluster, namespace: str, operator_process: StartOperator, tmp_path: pathlib.Path) -> None:
     names = [f'obj-{index}' for index in range(7)]
     for name in names:
         create(cluster, namespace, name)
 
-    def run() -> None:
-        operator = start(operator_process, PARITY_INITIAL_STREAMING='true')
+    def run(kubeconfig: pathlib.Path) -> None:
+        operator = start(operator_process, PARITY_INITIAL_STREAMING='true', KUBECONFIG=str(kubeconfig))
         operator.wait_for(r"Handled obj-\d\.", count=7, timeout=60)
         create(cluster, namespace, 'late')
         operator.wait_for(r"Handled late\.", timeout=30)
@@ -185,7 +184,7 @@ def test_a_streaming_initial_listing_handles_all_the_objects_without_listing(
         assert 'Event ADDED for late.' in log
         assert 'refuses streaming lists' not in log  # the pinned Kubernetes streams them (1.34+)
 
-    assert lists_of_kopfexamples(cluster, run) == 0
+    assert lists_of_kopfexamples(cluster, tmp_path, run) == 0
 
 
 # --- Shards ---

@@ -37,6 +37,7 @@ class CountingProxy(_proxy.FaultProxy):
         self.plural = plural
         self.uids: list[str] = []  # one per watch event received, in their order (appended in the proxy's loop)
         self.listed: list[str] = []  # one per object in a list received
+        self.lists = 0  # the list requests (each page of a chunked listing is one), not the watches
 
     @property
     def received(self) -> int:
@@ -53,7 +54,8 @@ class CountingProxy(_proxy.FaultProxy):
         response = await super()._serve_request(request, drop=drop)
         body = getattr(response, 'body', None)
         if request.method == 'GET' and request.path.endswith(f'/{self.plural}') and response.status == 200 \
-                and isinstance(body, bytes):
+                and isinstance(body, bytes) and request.query.get('watch') not in ('1', 'true'):
+            self.lists += 1
             self.listed.extend(item['metadata']['uid'] for item in json.loads(body).get('items', []))
         return response
 
