@@ -190,9 +190,7 @@ class QueueingSettings:
     """
     How long to wait for more events of the same object before processing the latest.
 
-    ``0`` (the default) waits for nothing: the events that have already arrived
-    are merged into the latest, as in Kopf 1.45.2, which dropped the time-based
-    batching (its setting, 0.1 there, affects nothing). A window set here works.
+    ``0``: only the events already arrived are merged, as in Kopf 1.45.2 (where it affects nothing).
     """
 
 
