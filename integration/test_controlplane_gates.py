@@ -13,17 +13,16 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from integration.controlplane import Cluster, ControlPlaneError, FeatureGates
+from integration.controlplane import Cluster, FeatureGates
+from integration.gates import GatedClusters, cluster_with_gates
 from integration.kubeobjects import apply_crds
 from integration.operating import EXAMPLES
 from kopf._cogs.structs import shards
-
-GatedClusters = Callable[[FeatureGates], Cluster]
 
 UID = 'object.metadata.uid'
 NAMESPACE = 'object.metadata.namespace'
@@ -33,25 +32,14 @@ OBJECTS = 24  # enough that every quarter gets some (all in one quarter: 4 * 0.2
 INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
 
 
-def with_gates(kopf_gated_cluster: GatedClusters, gates: FeatureGates) -> Cluster:
-    """The cluster with these gates; the test is skipped if the pinned release does not know them."""
-    try:
-        return kopf_gated_cluster(gates)
-    except ControlPlaneError as e:
-        if 'unrecognized feature gate' not in str(e):
-            raise
-        pytest.skip(f'The pinned Kubernetes release has no {", ".join(gates)} gate (1.36+ has it; '
-                    f'see controlplane/gomod/go.mod).')
-
-
 @pytest.fixture(scope='module')
 def sharded(kopf_gated_cluster: GatedClusters) -> Cluster:
-    return with_gates(kopf_gated_cluster, {'ShardedListAndWatch': True})
+    return cluster_with_gates(kopf_gated_cluster, {'ShardedListAndWatch': True})
 
 
 @pytest.fixture(scope='module')
 def unsharded(kopf_gated_cluster: GatedClusters) -> Cluster:
-    return with_gates(kopf_gated_cluster, {'ShardedListAndWatch': False})
+    return cluster_with_gates(kopf_gated_cluster, {'ShardedListAndWatch': False})
 
 
 @pytest.fixture(scope='module')

@@ -25,7 +25,8 @@ from typing import Any, Optional
 import pytest
 
 from integration import kubeobjects
-from integration.controlplane import Cluster, ControlPlaneError
+from integration.controlplane import Cluster
+from integration.gates import cluster_with_gates
 from integration.operating import EXAMPLES
 from integration.watchcounting import ProxyLoop
 from kopf._cogs.structs import shards
@@ -217,8 +218,8 @@ def test_two_operators_with_complementary_shards_handle_each_object_exactly_once
 # --- Other feature gates: the API server's own shards, no streaming lists ---
 
 def gated(kopf_gated_cluster: Callable[[dict[str, bool]], Cluster], **gates: bool) -> tuple[Cluster, str]:
-    """A local control plane with these gates, the examples' CRD, and a fresh namespace in it."""
-    cluster = kopf_gated_cluster(gates)
+    """A local control plane with these gates, the examples' CRD, and a fresh namespace in it (or skipped)."""
+    cluster = cluster_with_gates(kopf_gated_cluster, gates)
     kubeobjects.apply_crds(cluster, EXAMPLES / 'crd.yaml')
     namespace = f'test-watching-{secrets.token_hex(4)}'
     cluster.kubectl('create', 'namespace', namespace)
@@ -244,7 +245,7 @@ def test_with_sharded_list_and_watch_the_api_server_splits_the_objects_the_same_
     Custom resources' lists carry no ``shardInfo`` in 1.37.2 (see test_controlplane_gates.py), so the
     operators also filter on their side, by the same hash: nothing more is dropped there.
     """
-    cluster, namespace = gated_or_skipped(kopf_gated_cluster, ShardedListAndWatch=True)
+    cluster, namespace = gated(kopf_gated_cluster, ShardedListAndWatch=True)
     assert cluster.control_plane is not None  # the gated clusters are local control planes
     names = [f'obj-{index}' for index in range(10)]
     for name in names:
@@ -277,17 +278,6 @@ def test_with_sharded_list_and_watch_the_api_server_splits_the_objects_the_same_
     assert sorted(received_lower) == expected_lower
     assert sorted(received_upper) == sorted(set(names) - set(expected_lower))
     assert not any(mentioned(lower_log, name) for name in names if name not in expected_lower)
-
-
-def gated_or_skipped(kopf_gated_cluster: Callable[[dict[str, bool]], Cluster], **gates: bool) -> tuple[Cluster, str]:
-    """As :func:`gated`, but skipped where the pinned Kubernetes release does not know a gate."""
-    try:
-        return gated(kopf_gated_cluster, **gates)
-    except ControlPlaneError as e:
-        if 'unrecognized feature gate' not in str(e):
-            raise
-        pytest.skip(f"The pinned Kubernetes release lacks {', '.join(gates)} (1.36+ has ShardedListAndWatch; "
-                    f"see controlplane/gomod/go.mod).")
 
 
 def test_streaming_lists_refused_by_the_api_server_fall_back_to_listing(

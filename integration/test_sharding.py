@@ -31,13 +31,14 @@ import pathlib
 import re
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Optional
 
 import pytest
 
 from integration import kubeobjects
-from integration.controlplane import NON_ADMIN_USER, Cluster, ControlPlaneError, FeatureGates
+from integration.controlplane import NON_ADMIN_USER, Cluster
+from integration.gates import GatedClusters, cluster_with_gates
 from integration.operating import REPO_ROOT, OperatorProcess
 from integration.watchcounting import CountingProxy, ProxyLoop
 from kopf._core.engines import membership, sharding
@@ -203,27 +204,13 @@ def gate_enabled(cluster: Cluster) -> Optional[bool]:
     return None if match is None else match.group(1) == '1'
 
 
-def cluster_with_gate(request: pytest.FixtureRequest, gated_clusters: Callable[[FeatureGates], Cluster],
-                      session_gates: FeatureGates, *, enabled: bool) -> Cluster:
-    """The session's cluster if it has the gate as wanted, else a local one with it (skipped if impossible)."""
-    if session_gates.get(GATE, False) == enabled:
-        return request.getfixturevalue('cluster')  # type: ignore[no-any-return]
-    try:
-        return gated_clusters({GATE: enabled})
-    except ControlPlaneError as e:  # the servers refuse a gate unknown to their release at start
-        pytest.skip(f"The local control plane cannot set {GATE}={enabled} (its Kubernetes release lacks the gate; "
-                    f"see controlplane/gomod/go.mod): {e}")
-
-
 @pytest.fixture(params=['client-side', 'server-side'])
-def target(request: pytest.FixtureRequest, kopf_gated_cluster: Callable[[FeatureGates], Cluster],
-           kopf_feature_gates: FeatureGates) -> Iterator[tuple[Cluster, str, str]]:
+def target(request: pytest.FixtureRequest,
+           kopf_gated_cluster: GatedClusters) -> Iterator[tuple[Cluster, str, str]]:
     """The cluster (its API server filtering by shards or not), the mode, and a new namespace in it."""
     enabled = request.param == 'server-side'
-    chosen = cluster_with_gate(request, kopf_gated_cluster, kopf_feature_gates, enabled=enabled)
-    reported = gate_enabled(chosen)
-    if reported != enabled:  # e.g. an existing cluster with other gates: this mode cannot be shown on it
-        pytest.skip(f"The API server reports {GATE} as {reported}, not {enabled}.")
+    chosen = cluster_with_gates(kopf_gated_cluster, {GATE: enabled})
+    assert gate_enabled(chosen) == enabled, f"The API server does not report {GATE} as {enabled}."
     kubeobjects.apply_crds(chosen, kubeobjects.crd_manifest(GROUP, PLURAL, KIND))
     name = f'test-shards-{os.urandom(4).hex()}'
     chosen.kubectl('create', 'namespace', name)
