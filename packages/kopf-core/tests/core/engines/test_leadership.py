@@ -232,3 +232,25 @@ async def test_a_deleted_lease_is_created_again(lease_api: Any, replicas: Callab
     del lease_api.leases[('ns', 'lease')]
     await asyncio.sleep(10)
     assert lease_api.spec('ns', 'lease')['holderIdentity'] == 'me'
+
+
+@pytest.mark.looptime
+async def test_the_renewal_is_judged_by_the_clock_up_to_the_renew_deadline(
+        lease_api: Any, replicas: Callable[..., Replica]) -> None:
+    leader = replicas('leader')
+    await until(leader.leading)
+    await asyncio.sleep(5)
+    leader.client.cut_off = True  # the last renewal was sent at 4
+    await asyncio.sleep(13.9 - asyncio.get_running_loop().time())
+    assert leader.elector.renewed()
+    await asyncio.sleep(0.2)  # at 14.1: past the renew deadline, whether or not the loop has stepped down yet
+    assert not leader.elector.renewed()
+
+
+@pytest.mark.looptime
+async def test_a_follower_is_never_renewed(lease_api: Any, replicas: Callable[..., Replica]) -> None:
+    leader = replicas('leader')
+    await until(leader.leading)
+    follower = replicas('follower')
+    await asyncio.sleep(5)
+    assert leader.elector.renewed() and not follower.elector.renewed()

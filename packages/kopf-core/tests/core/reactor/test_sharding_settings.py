@@ -7,6 +7,7 @@ after the startup handlers (``settings.sharding``, ``settings.leader_election``,
 error. Also: the served slots' shard selector as the orchestrator sees it.
 """
 import asyncio
+import uuid
 from typing import Any, Optional
 
 import pytest
@@ -105,3 +106,26 @@ async def test_the_served_slots_become_the_streams_selector() -> None:
     assert selector_of(serving) is None and serving.slots == sharding.ALL_SLOTS  # all: no selector at all
     await serving.mark_applied(serving.version)
     await asyncio.wait_for(applying, timeout=1)
+
+
+@pytest.mark.parametrize('field', ['uid', 'namespace'])
+async def test_the_memories_of_objects_moved_away_are_forgotten_and_the_others_kept(field: str) -> None:
+    memories = inventory.ObjectMemories()
+    # Random, as the API server's uids are (FNV-1a's high bits hardly differ for 'uid-1', 'uid-2', ...).
+    bodies = [{'metadata': {'uid': str(uuid.uuid4()), 'namespace': f'ns-{uuid.uuid4()}', 'name': 'x'}}
+              for _ in range(200)]
+    for body in bodies:
+        memories.recall(body, memo=None, initial=True)
+    serving = reactor_sharding.ShardServing(field=field, changed=asyncio.Event(), memories=memories,
+                                            context_of=lambda memory: None)  # type: ignore[arg-type,return-value]
+    kept = frozenset(slot for slot in sharding.ALL_SLOTS if slot % 2)
+    for slots in (sharding.ALL_SLOTS, kept):
+        applying = asyncio.create_task(serving.apply(slots))
+        await asyncio.sleep(0)
+        await serving.mark_applied(serving.version)
+        await asyncio.wait_for(applying, timeout=1)
+    remaining = {memory.uid for memory in memories}
+    expected = {body['metadata']['uid'] for body in bodies
+                if sharding.slot_of(shards.field_value(body, sharding.FIELDS[field])) in kept}
+    assert remaining == expected
+    assert 0 < len(expected) < len(bodies)

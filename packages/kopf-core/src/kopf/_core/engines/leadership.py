@@ -213,6 +213,12 @@ class Elector:
         if released:
             logger.info(f"Released the Lease {self.ref} for the next leader.")
 
+    def renewed(self) -> bool:
+        """Whether we lead and renewed within the renew deadline: by the clock, not waiting for the loop to say."""
+        if not self.leading.is_set() or self.renewed_at is None:
+            return False
+        return asyncio.get_running_loop().time() - self.renewed_at < self.timings.renew_deadline
+
     def observe(self, body: Mapping[str, Any]) -> None:
         """A watch-event of the Lease: update the view; wake the loop if something is to be done."""
         record = leases.LeaseRecord.parse(body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from kopf._cogs.structs import bodies
 from kopf._core.actions import remembering
@@ -20,6 +20,8 @@ from kopf._core.engines import daemons as daemons_
 @dataclasses.dataclass
 class ObjectMemory:
     memo: Any
+    uid: str = ''  # the fields that automatic sharding hashes: which objects moved to other replicas
+    namespace: str = ''
     initial_pending: bool = False  # seen in the initial listing; resume handlers not yet done
     pending_fns: List[Any] = dataclasses.field(default_factory=list)  # patch.fns rejected by a conflict
     daemons: Optional[daemons_.DaemonsMemory] = None  # only for objects that have daemons or timers
@@ -41,7 +43,9 @@ class ObjectMemories:
         key = bodies.object_key(raw)
         memory = self._items.get(key)
         if memory is None:
-            memory = ObjectMemory(memo=copy.copy(memo), initial_pending=initial)
+            meta = raw.get('metadata') or {}
+            memory = ObjectMemory(memo=copy.copy(memo), initial_pending=initial,
+                                  uid=str(meta.get('uid') or ''), namespace=str(meta.get('namespace') or ''))
             self._items[key] = memory
         return memory
 
@@ -52,6 +56,13 @@ class ObjectMemories:
 
     def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
         return self._items.pop(bodies.object_key(raw), None)
+
+    def forget_where(self, predicate: Callable[[ObjectMemory], bool]) -> int:
+        """Forget the memories that match; how many."""
+        keys = [key for key, memory in self._items.items() if predicate(memory)]
+        for key in keys:
+            del self._items[key]
+        return len(keys)
 
     def __iter__(self) -> Iterator[ObjectMemory]:
         return iter(list(self._items.values()))

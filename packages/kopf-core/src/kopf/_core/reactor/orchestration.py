@@ -30,6 +30,7 @@ async def orchestrator(
         operating: asyncio.Event,
         listing: Optional[probing.ListingReadiness] = None,
         shards: Optional[sharding.ShardServing] = None,
+        entitled: Optional[queueing.Admission] = None,
 ) -> None:
     """Start and stop the watch-streams as the insights (and the slots of ``shards``) change, until cancelled."""
     listing = listing if listing is not None else probing.ListingReadiness()
@@ -59,7 +60,8 @@ async def orchestrator(
                 resource, namespace = key
                 serve = functools.partial(_serve, context=context, settings=settings, resource=resource,
                                           namespace=namespace, limiter=limiter, readiness=readiness,
-                                          listing=listing, shard_selector=selector)
+                                          listing=listing, shard_selector=selector,
+                                          admitted=_admission(operating, shards, selector, entitled))
                 streams[key] = asyncio.create_task(
                     _serve_persistently(serve, key),
                     name=f'watcher of {resource!r} {watching.where(namespace)}')
@@ -85,6 +87,26 @@ def _wanted(
         for resource in insights.resources
         for namespace in insights.namespaces
     }
+
+
+def _admission(
+        operating: asyncio.Event,
+        shards: Optional[sharding.ShardServing],
+        selector: Optional[str],
+        entitled: Optional[queueing.Admission],
+) -> queueing.Admission:
+    """
+    Whether a stream of this selector may start a cycle now: cheap, as it is asked before each one.
+
+    ``entitled`` says if the operator's Leases (leadership, sharding) are still
+    renewed in time, by the clock: no cycle starts past the renew deadline,
+    even before the elector or the sharder (in the same loop) have stepped down.
+    """
+    def admitted() -> bool:
+        return (operating.is_set()
+                and (shards is None or shards.selector == selector)
+                and (entitled is None or entitled()))
+    return admitted
 
 
 def _report_failure(task: asyncio.Task[None]) -> None:
@@ -121,6 +143,7 @@ async def _serve(
         readiness: indexing.IndexingReadiness,
         listing: probing.ListingReadiness,
         shard_selector: Optional[str] = None,
+        admitted: Optional[queueing.Admission] = None,
 ) -> None:
     async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
         return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
@@ -137,7 +160,8 @@ async def _serve(
     try:
         with watching.announced(resource, namespace):
             await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter,
-                                   preprocessor=index if indexed else None, resource=resource.name)
+                                   preprocessor=index if indexed else None, resource=resource.name,
+                                   admitted=admitted)
     finally:
         marker.cancel()
 

@@ -13,6 +13,12 @@ stale (they would, for example, show no diff-base and cause a repeated
 creation); they are skipped until the patched version comes in the stream,
 but for no longer than ``settings.persistence.consistency_timeout``: then the
 latest of them is processed anyway (``0`` disables the waiting).
+
+A cycle starts only while the stream is ``admitted`` (e.g. the replica still
+holds its Lease within the renew deadline, and still serves the object's
+shard): the check is made right before each cycle, after the wait for a free
+worker slot, so a replica that steps down runs no new cycle from that moment
+on, however long its backlog; the objects are the next owner's, who lists them.
 """
 from __future__ import annotations
 
@@ -32,6 +38,11 @@ from kopf._core.reactor import processing, throttling
 logger = logging.getLogger('kopf.reactor.queueing')
 
 Processor = Callable[[typedefs.RawEvent], Awaitable[processing.CycleResult]]
+Admission = Callable[[], bool]  # whether this operator may still start cycles for the stream's objects
+
+
+class _NotAdmitted(Exception):
+    """The stream's objects are not ours to process anymore: the worker drops its backlog and exits."""
 
 
 @dataclasses.dataclass
@@ -87,6 +98,7 @@ async def watcher(
         limiter: Optional[asyncio.Semaphore] = None,
         preprocessor: Optional[Callable[[typedefs.RawEvent], Awaitable[None]]] = None,
         resource: str = '',
+        admitted: Optional[Admission] = None,
 ) -> None:
     """
     Dispatch the events to per-object workers until the stream ends or is cancelled.
@@ -94,6 +106,7 @@ async def watcher(
     The preprocessor (e.g. indexing) runs for every event in the stream's order,
     before the workers see it, and never waits for the workers. The resource
     (``plural.group``) labels the metrics of the objects waiting and their waiting times.
+    Without ``admitted``, every cycle is admitted.
     """
     streams: Dict[str, _Stream] = {}
     loop = asyncio.get_running_loop()
@@ -110,7 +123,7 @@ async def watcher(
             if stream.task is None or stream.task.done():
                 stream.task = asyncio.create_task(
                     _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter,
-                            resource=resource),
+                            resource=resource, admitted=admitted),
                     name=f'worker for {key}')
     finally:
         unsource()
@@ -190,8 +203,9 @@ async def _worker(
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore],
         resource: str = '',
+        admitted: Optional[Admission] = None,
 ) -> None:
-    """Process one object's events, one cycle at a time, until it has nothing to do."""
+    """Process one object's events, one cycle at a time, until it has nothing to do (or may not)."""
     stream = streams[key]
     # Under load, the requests for the objects that came earlier go first (if the client can order them).
     scheduling.request_priority.set(stream.began)
@@ -206,8 +220,13 @@ async def _worker(
                 if stream.latest is None:
                     return
                 continue
-            settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter, settings=settings,
-                                       resource=resource)
+            try:
+                settled = await _run_cycle(key, event, state, processor=processor, limiter=limiter,
+                                           settings=settings, resource=resource, admitted=admitted)
+            except _NotAdmitted:
+                logger.debug(f"Not processing {key} anymore: this operator does not serve it now.")
+                stream.take()  # the backlog is the next owner's (or ours again, from a new listing)
+                return
             if settled and stream.latest is None:
                 # Nothing to wait for (no own patch to see back, no delayed handlers): free the
                 # memory now instead of lingering, e.g. after the initial listing of many objects.
@@ -265,16 +284,19 @@ async def _run_cycle(
         limiter: Optional[asyncio.Semaphore],
         settings: configuration.OperatorSettings,
         resource: str = '',
+        admitted: Optional[Admission] = None,
 ) -> bool:
     """Process one state of the object; return whether it is settled (nothing to wait for)."""
     state.latest = event
     try:
         async with (limiter or contextlib.nullcontext()):
+            if admitted is not None and not admitted():  # checked after the wait for a worker slot
+                raise _NotAdmitted()
             if state.changed is not None:  # a change from the stream, not a repeat after a delay
                 instruments.QUEUE_DURATION.observe((resource,), asyncio.get_running_loop().time() - state.changed)
                 state.changed = None
             result = await processor(event)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, _NotAdmitted):
         raise
     except Exception as e:
         state.delay = state.throttler.next_delay()

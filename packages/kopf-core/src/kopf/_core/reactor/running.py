@@ -296,12 +296,18 @@ class _OperatorRun:
             tasks.append(asyncio.create_task(self._guard(self.sharder.run()), name='automatic sharding'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,
-            operating=self.operating, listing=self.listing, shards=shards)), name='multidimensional multitasker'))
+            operating=self.operating, listing=self.listing, shards=shards, entitled=self._entitled)),
+            name='multidimensional multitasker'))
         if webhookserving.is_needed(self.registry):  # admission or conversion handlers
             tasks.append(asyncio.create_task(self._guard(webhookserving.serve_admission(
                 registry=self.registry, settings=self.settings, client=client, memo=self.memo,
                 memo_of=self.memories.find_memo, indices=self.indexers.as_kwargs())), name='admission webhooks'))
         return tasks
+
+    def _entitled(self) -> bool:
+        """Whether the Leases (if any) are renewed in time: else no cycle may start, even before stepping down."""
+        return ((self.elector is None or self.elector.renewed())
+                and (self.sharder is None or self.sharder.renewed()))
 
     async def _coordinate(self, client: protocols.ApiClient, operating: coordination.Consent) -> None:
         await self.insights.ready_namespaces.wait()

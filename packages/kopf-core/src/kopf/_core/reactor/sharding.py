@@ -100,6 +100,7 @@ class ShardServing:
         self.memories = memories
         self.context_of = context_of
         self.slots: sharding.Slots = frozenset()
+        self._selector: Optional[str] = None  # of the slots: asked before every cycle, so computed once
         self.version = 0  # of the slots: +1 on every change
         self.applied_version = 0  # of the slots that the orchestrator's streams use now
         self.applied = asyncio.Condition()
@@ -112,12 +113,13 @@ class ShardServing:
     @property
     def selector(self) -> Optional[str]:
         """The shard selector of the streams (``None``: all objects, or none if idle)."""
-        return None if self.idle else sharding.selector(self.slots, field=self.field)
+        return self._selector
 
     async def apply(self, slots: sharding.Slots) -> None:
         """Serve these slots; return when those given away are not served anymore (streams, workers, daemons)."""
         lost = self.slots - slots
         self.slots = slots
+        self._selector = sharding.selector(slots, field=self.field) if slots else None
         self.version += 1
         version = self.version
         self.changed.set()
@@ -132,12 +134,21 @@ class ShardServing:
                 await early
         if lost:
             await self._stop_daemons(lost)
+            self._forget(lost)
 
     async def mark_applied(self, version: int) -> None:
         """The orchestrator: the streams of this version's selector run (and the older ones have stopped)."""
         async with self.applied:
             self.applied_version = max(self.applied_version, version)
             self.applied.notify_all()
+
+    def _forget(self, lost: sharding.Slots) -> None:
+        """The objects moved to other replicas are theirs now: their memories would only take space here."""
+        field = sharding.FIELDS[self.field].rsplit('.', 1)[-1]
+        forgotten = self.memories.forget_where(
+            lambda memory: sharding.slot_of(getattr(memory, field)) in lost)  # their daemons have exited
+        if forgotten:
+            logger.debug(f"Forgot {forgotten} objects moved to other replicas.")
 
     async def _stop_daemons(self, lost: sharding.Slots) -> None:
         """Stop the daemons and timers of the objects in the slots given away; wait until they exit."""
