@@ -382,7 +382,7 @@ def test_leases_forbidden_stop_the_replica_until_granted_again(
         errors = [line for line in restricted.log.splitlines() if '[ERROR' in line]
         assert len(errors) == 1, errors
         assert "Not permitted to use the sharding's Leases in" in errors[0]
-        assert "Grant the operator get, list, create, patch and delete on the leases" in errors[0]
+        assert "Grant the operator get, list, watch, create, patch and delete on the leases" in errors[0]
 
         grant(cluster, namespace, leases=True)
         restricted.wait_for(r"The sharding's Leases in .* are usable again\.", timeout=30)

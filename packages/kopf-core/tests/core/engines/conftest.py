@@ -49,6 +49,13 @@ class FakeLeaseApi:
     def spec(self, namespace: str, name: str) -> Dict[str, Any]:
         return dict(self.leases[(namespace, name)]['spec'])
 
+    def delete(self, namespace: str, name: str) -> None:
+        body = self.leases.pop((namespace, name), None)
+        if body is not None:
+            self.version += 1
+            for queue in self.watchers:
+                queue.put_nowait({'type': 'DELETED', 'object': copy.deepcopy(body)})
+
     def _store(self, namespace: str, name: str, body: Dict[str, Any], kind: str) -> Dict[str, Any]:
         self.version += 1
         body['metadata']['resourceVersion'] = str(self.version)
@@ -104,7 +111,8 @@ class FakeLeaseClient:
         return self.api._store(namespace, name, body, 'MODIFIED')
 
     async def watch_objects(self, resource: references.Resource, *, namespace: str,
-                            field_selector: Optional[str] = None, **_: Any) -> AsyncIterator[Dict[str, Any]]:
+                            field_selector: Optional[str] = None, label_selector: Optional[str] = None,
+                            **_: Any) -> AsyncIterator[Dict[str, Any]]:
         await self._enter('watch')
         queue: asyncio.Queue[Dict[str, Any]] = asyncio.Queue()
         for (ns, _name), body in self.api.leases.items():
@@ -116,7 +124,11 @@ class FakeLeaseClient:
                 event = await queue.get()
                 if self.cut_off:
                     await asyncio.Event().wait()  # the stream goes silent for good
-                if field_selector == f"metadata.name={event['object']['metadata']['name']}":
+                metadata = event['object']['metadata']
+                label, _sep, value = (label_selector or '').partition('=')
+                named = field_selector is None or field_selector == f"metadata.name={metadata['name']}"
+                labelled = not label or (metadata.get('labels') or {}).get(label) == value
+                if named and labelled:
                     yield event
         finally:
             self.api.watchers.remove(queue)

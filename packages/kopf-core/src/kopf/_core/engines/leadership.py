@@ -27,18 +27,18 @@ import os
 import re
 from typing import Any, Collection, Mapping, Optional, Set, Tuple
 
+from kopf._cogs.aiokits import aiowaiting
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import instruments
 from kopf._cogs.structs import references
-from kopf._core.engines import leases
+from kopf._core.engines import leases, leasewatching
 
 logger = logging.getLogger('kopf.engines.leadership')
 
 DEFAULT_LEASE_PREFIX = 'kopf-leader-'
 SERVICE_ACCOUNT_NAMESPACE_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
-WATCH_TIMEOUT = 300  # seconds: a server-side limit of one watch request of the Lease
 
 # The names the API server accepts: DNS subdomains for Leases, DNS labels for namespaces (RFC 1123).
 _DNS_SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
@@ -203,7 +203,7 @@ class Elector:
             return
         self.leading.clear()
         try:
-            released = await asyncio.wait_for(leases.release_lease(
+            released = await aiowaiting.run_within(leases.release_lease(
                 self.client, self.ref, identity=self.identity, observation=self.observation,
                 moment=_wall_now()), timeout=self.timings.retry_period)
         except (Exception, asyncio.TimeoutError) as e:  # the exit goes on: the lease expires by itself
@@ -283,7 +283,7 @@ class Elector:
             self.client, self.ref, identity=self.identity, observation=self.observation,
             timings=self.timings, now=now, moment=_wall_now())
         try:
-            held = await (attempt if timeout is None else asyncio.wait_for(attempt, timeout=timeout))
+            held = await aiowaiting.run_within(attempt, timeout)
         except (Exception, asyncio.TimeoutError) as e:  # 403, 5xx, the network: never fatal
             self.troubles.report(e)
             return None
@@ -298,39 +298,25 @@ class Elector:
 
     async def _sleep(self, delay: float) -> None:
         """Sleep, but wake up at once if the watch-stream says the Lease needs attention."""
-        try:
-            await asyncio.wait_for(self.wakeup.wait(), timeout=max(0.0, delay))
-        except asyncio.TimeoutError:
-            pass
+        await aiowaiting.wait_event(self.wakeup, delay)
 
     async def _watch(self) -> None:
         """Follow the Lease's changes (if permitted), so that the candidates need not poll."""
-        said_forbidden = False
         await self.attempted.wait()
-        while True:
-            try:
-                stream = self.client.watch_objects(
-                    leases.LEASES, namespace=self.ref.namespace, timeout_seconds=WATCH_TIMEOUT,
-                    allow_bookmarks=False, field_selector=f'metadata.name={self.ref.name}')
-                async for event in stream:
-                    if event.get('type') in ('ADDED', 'MODIFIED') and isinstance(event.get('object'), Mapping):
-                        self.watched = True
-                        self.observe(event['object'])
-                    elif event.get('type') == 'DELETED':
-                        self.observation.notice(None, now=asyncio.get_running_loop().time())
-                        self.wakeup.set()
-            except apierrors.APIForbiddenError as e:
-                if self.troubles.said is not None:
-                    logger.debug(f"Not permitted to watch the Lease {self.ref} either: {e}")
-                elif not said_forbidden:
-                    logger.warning(f"Not permitted to watch the Lease {self.ref}: polling it every "
-                                   f"{self.timings.retry_period:g}s instead (grant 'watch' on leases to "
-                                   f"take over faster). The error: {e}")
-                    said_forbidden = True
-            except (Exception, asyncio.TimeoutError) as e:  # the stream broke: polled meanwhile, re-watched
-                logger.debug(f"The watch-stream of the Lease {self.ref} has ended: {e!r}")
-            self.watched = False
-            await asyncio.sleep(self.timings.retry_period * (10 if said_forbidden else 1))
+        await leasewatching.follow(
+            self.client, namespace=self.ref.namespace, what=f"the Lease {self.ref}",
+            retry_period=self.timings.retry_period, field_selector=f'metadata.name={self.ref.name}',
+            on_event=self._on_event, on_watching=self._on_watching, quiet=lambda: self.troubles.said is not None)
+
+    def _on_event(self, kind: str, body: Mapping[str, Any]) -> None:
+        if kind == 'DELETED':
+            self.observation.notice(None, now=asyncio.get_running_loop().time())
+            self.wakeup.set()
+        else:
+            self.observe(body)
+
+    def _on_watching(self, watching: bool) -> None:
+        self.watched = watching
 
     def _notice_oddities(self, record: leases.LeaseRecord) -> None:
         """A Lease edited into nonsense: say it once per nonsense, and say what is done about it."""

@@ -13,11 +13,13 @@ It renews it as the leader election's holder does (:mod:`leases`: the same
   watch-streams, the workers and the daemons of its objects have stopped;
 * ``kopf.zalando.org/shard-by``: the hashed field (``uid`` or ``namespace``).
 
-The members are found by listing the Leases of the group; a Lease is alive
-while it has a holder and was seen to change (on the reader's own clock)
-within its lease's duration. Leases dead for long (:data:`GC_DURATIONS` of
-their durations) are deleted by any member; a member that exits gracefully
-deletes its own.
+The members are found by listing the Leases of the group, and followed by a
+watch-stream of them where permitted (see :mod:`leasewatching`): a change is
+then seen when it happens rather than at the next listing, and an arrival or
+a departure wakes the others at once. A Lease is alive while it has a holder
+and was seen to change (on the reader's own clock) within its lease's
+duration. Leases dead for long (:data:`GC_DURATIONS` of their durations) are
+deleted by any member; a member that exits gracefully deletes its own.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.structs import shards
-from kopf._core.engines import leases, sharding
+from kopf._core.engines import leases, leasewatching, sharding
 
 logger = logging.getLogger('kopf.engines.membership')
 
@@ -82,6 +84,7 @@ class Member:
         self.timings = timings
         self.own = leases.Observation()  # of our own Lease, as last written (or read on a conflict)
         self.others: Dict[str, leases.Observation] = {}
+        self.holders_seen: Dict[str, str] = {}  # the others' holders as last seen in the stream
         self.said: Set[Tuple[str, str, Any]] = set()  # the oddities said once: (kind, lease, what)
 
     @property
@@ -146,7 +149,8 @@ class Member:
     def _judge(self, name: str, body: Mapping[str, Any], *, now: float) -> sharding.Peer:
         record = leases.LeaseRecord.parse(body)
         observation = self.others.setdefault(name, leases.Observation())
-        observation.notice(record, now=now)
+        if not leasewatching.is_older(record, observation.record):
+            observation.notice(record, now=now)
         alive = bool(record.holder) and now < observation.changed_at + leases.effective_duration(record, self.timings)
         annotations = (body.get('metadata') or {}).get('annotations') or {}
         field = annotations.get(HASHED_FIELD)
@@ -169,6 +173,37 @@ class Member:
                                f"{SERVING} annotation ({e}): all slots are taken as served by it until it "
                                f"is rewritten by its holder or expires.")
             return sharding.ALL_SLOTS
+
+    async def follow(self, wakeup: asyncio.Event) -> None:
+        """Watch the group's Leases until cancelled; wake the sharder when a member comes, goes, or lets go."""
+        def on_event(kind: str, body: Mapping[str, Any]) -> None:
+            name = str((body.get('metadata') or {}).get('name') or '')
+            if not name or name == self.name:
+                return
+            if kind == 'DELETED':
+                self.others.pop(name, None)
+                self.holders_seen.pop(name, None)
+                wakeup.set()
+                return
+            record = leases.LeaseRecord.parse(body)
+            observation = self.others.setdefault(name, leases.Observation())
+            if leasewatching.is_older(record, observation.record):
+                return
+            observation.notice(record, now=asyncio.get_running_loop().time())
+            if name not in self.holders_seen or not record.holder:
+                wakeup.set()  # joined, or released its Lease: the next round decides now
+            self.holders_seen[name] = record.holder
+
+        await leasewatching.follow(self.client, namespace=self.ref.namespace, what=f"the sharding's Leases in "
+                                   f"{self.ref.namespace!r}", retry_period=self.timings.retry_period,
+                                   label_selector=f'{LABEL}={self.prefix}', on_event=on_event)
+
+    def next_expiry(self, *, now: float) -> Optional[float]:
+        """When the first of the live members' Leases expires (as seen here), if it is not renewed meanwhile."""
+        expiries = [observation.changed_at + leases.effective_duration(observation.record, self.timings)
+                    for observation in self.others.values()
+                    if observation.record is not None and observation.record.holder]
+        return min((expiry for expiry in expiries if expiry > now), default=None)
 
     async def _collect_garbage(self, peers: List[sharding.Peer], *, now: float) -> None:
         """Delete the Leases of the members dead for long (e.g. killed pods): they would pile up."""
@@ -199,3 +234,4 @@ class Member:
         if key not in self.said:
             self.said.add(key)
             logger.log(level, message)
+

@@ -32,6 +32,7 @@ import logging
 import math
 from typing import Awaitable, Callable, List, Optional, Tuple
 
+from kopf._cogs.aiokits import aiowaiting
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import scheduling
 from kopf._core.engines import leases, membership, sharding
@@ -39,6 +40,12 @@ from kopf._core.engines import leases, membership, sharding
 logger = logging.getLogger('kopf.engines.sharders')
 
 Applier = Callable[[sharding.Slots], Awaitable[None]]
+
+# After a Lease's expiry, how long the round waits to see it expired (the loop's timers may fire a bit early).
+EXPIRY_MARGIN = 0.01
+
+# The rounds woken by the others' changes come at least this share of a retry period apart.
+WOKEN_ROUNDS_SPACING = 0.25
 
 
 class _Troubles:
@@ -56,7 +63,7 @@ class _Troubles:
         retrying = f"retrying every {timings.retry_period:g}s"
         if isinstance(error, apierrors.APIForbiddenError):
             logger.log(level, f"Not permitted to use the sharding's Leases in {ref.namespace!r} ({error}). Grant "
-                              f"the operator get, list, create, patch and delete on the leases of "
+                              f"the operator get, list, watch, create, patch and delete on the leases of "
                               f"coordination.k8s.io in {ref.namespace!r}; {retrying}.")
         elif isinstance(error, apierrors.APIClientError) and error.status == 422:
             logger.log(level, f"Kubernetes refuses the sharding's Lease {ref} ({error}): set a valid "
@@ -97,23 +104,33 @@ class Sharder:
         scheduling.request_priority.set(-math.inf)
         await self._publish()  # join (or say why not) before the first round
         heartbeat = asyncio.create_task(self._heartbeat(), name=f'renewal of the Lease {self.member.ref}')
+        follower = asyncio.create_task(self.member.follow(self.wakeup), name=f'watcher of {self.member.prefix}')
         try:
             while True:
                 self.wakeup.clear()
                 await self._round()
-                try:
-                    await asyncio.wait_for(self.wakeup.wait(), timeout=self.timings.retry_period)
-                except asyncio.TimeoutError:
-                    pass
+                ended = asyncio.get_running_loop().time()
+                if await aiowaiting.wait_event(self.wakeup, self._until_next_round()):
+                    # Woken by a member that came or went: soon, but not in a tight loop of rounds.
+                    spacing = self.timings.retry_period * WOKEN_ROUNDS_SPACING
+                    await asyncio.sleep(max(0.0, ended + spacing - asyncio.get_running_loop().time()))
         finally:
             heartbeat.cancel()
-            await asyncio.wait([heartbeat])
+            follower.cancel()
+            await asyncio.wait([heartbeat, follower])
+
+    def _until_next_round(self) -> float:
+        """A retry period, or less if a member's Lease expires sooner: its slots are taken over then."""
+        now = asyncio.get_running_loop().time()
+        expiry = self.member.next_expiry(now=now)
+        delay = self.timings.retry_period if expiry is None else min(self.timings.retry_period, expiry - now)
+        return max(0.0, delay) + EXPIRY_MARGIN
 
     async def leave(self) -> None:
         """At the exit, once nothing is served anymore: delete our Lease for the others to take over at once."""
         async with self.lock:
             try:  # the exit goes on if the API server does not answer: the Lease expires by itself
-                await asyncio.wait_for(self.member.leave(), timeout=self.timings.retry_period)
+                await aiowaiting.run_within(self.member.leave(), timeout=self.timings.retry_period)
             except asyncio.TimeoutError:
                 logger.warning(f"Failed to delete the sharding's Lease {self.member.ref} in time; it expires by "
                                f"itself in {self.timings.lease_duration:g}s.")
@@ -126,10 +143,7 @@ class Sharder:
     async def _heartbeat(self) -> None:
         pause = asyncio.Event()  # never set: a sleep that the tests' fake time also cancels at once
         while True:
-            try:
-                await asyncio.wait_for(pause.wait(), timeout=self.timings.retry_period)
-            except asyncio.TimeoutError:
-                pass
+            await aiowaiting.wait_event(pause, self.timings.retry_period)
             await self._publish()
             if self.serving and not self.renewed():
                 await self._step_down()
@@ -141,7 +155,8 @@ class Sharder:
             claims = self.claims
             moment = datetime.datetime.now(datetime.timezone.utc)
             try:
-                await asyncio.wait_for(self.member.publish(claims, now=now, moment=moment), timeout=self._patience())
+                publishing = self.member.publish(claims, now=now, moment=moment)
+                await aiowaiting.run_within(publishing, timeout=self._patience())
             except (Exception, asyncio.TimeoutError) as e:  # 403, 5xx, the network: never fatal
                 self.troubles.report(e)
                 return False
@@ -166,7 +181,7 @@ class Sharder:
     async def _survey(self) -> Optional[List[sharding.Peer]]:
         now = asyncio.get_running_loop().time()
         try:
-            return await asyncio.wait_for(self.member.survey(now=now), timeout=self._patience())
+            return await aiowaiting.run_within(self.member.survey(now=now), timeout=self._patience())
         except (Exception, asyncio.TimeoutError) as e:
             self.troubles.report(e)
             return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable, Optional
 
+from kopf._cogs.aiokits import aiowaiting
 from kopf._core.engines import daemons, stoppers
 from kopf._core.reactor import inventory
 
@@ -54,7 +55,4 @@ class DaemonsPauser:
                 if memory.daemons is not None:
                     daemons.stop_daemons(memory=memory.daemons, reason=stoppers.DaemonStoppingReason.OPERATOR_PAUSING,
                                          context=self.context_of(memory.daemons))
-            try:
-                await asyncio.wait_for(self.operating.wait(), timeout=SWEEP_INTERVAL)
-            except asyncio.TimeoutError:
-                pass
+            await aiowaiting.wait_event(self.operating, SWEEP_INTERVAL)
