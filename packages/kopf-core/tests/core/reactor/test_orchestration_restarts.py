@@ -25,7 +25,7 @@ async def test_a_failed_stream_is_restarted_with_backoff(caplog: pytest.LogCaptu
         if len(starts) <= 6:
             raise RuntimeError(f"boom {len(starts)}")
 
-    await orchestration._serve_persistently(serve, (RESOURCE, 'ns1'))
+    await orchestration._serve_persistently(serve, (RESOURCE, 'ns1'), orchestration._Knowledge())
     assert [later - earlier for earlier, later in itertools.pairwise(starts)] == [1, 2, 4, 8, 10, 10]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 6
@@ -42,7 +42,7 @@ async def test_a_cancelled_stream_is_not_restarted(caplog: pytest.LogCaptureFixt
         starts.append(asyncio.get_running_loop().time())
         await asyncio.Event().wait()
 
-    task = asyncio.create_task(orchestration._serve_persistently(serve, (RESOURCE, None)))
+    task = asyncio.create_task(orchestration._serve_persistently(serve, (RESOURCE, None), orchestration._Knowledge()))
     await asyncio.sleep(5)
     task.cancel()
     await asyncio.wait([task])

@@ -1,10 +1,17 @@
 """
 Orchestration: one watch-stream per served resource and namespace, kept in
 line with the current insights (resources and namespaces come and go).
+
+When automatic sharding changes the served slots, every stream restarts with
+the new shard selector; what it knew of the objects that stay (and that were
+settled when it stopped) is carried into its restart, so that its listing
+reports only the objects new to it (e.g. of a killed replica) and the changes
+it has missed, not again all those that it has just processed.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from typing import AsyncIterator, Awaitable, Callable, Dict, Optional, Set, Tuple
@@ -12,7 +19,8 @@ from typing import AsyncIterator, Awaitable, Callable, Dict, Optional, Set, Tupl
 from kopf._cogs.aiokits import aioretries, aiostopping
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
-from kopf._cogs.structs import references
+from kopf._cogs.structs import bodies, references
+from kopf._cogs.structs import shards as shards_
 from kopf._core.engines import indexing, probing
 from kopf._core.reactor import observation, processing, queueing, sharding, watching
 
@@ -35,6 +43,7 @@ async def orchestrator(
     """Start and stop the watch-streams as the insights (and the slots of ``shards``) change, until cancelled."""
     listing = listing if listing is not None else probing.ListingReadiness()
     streams: Dict[StreamKey, asyncio.Task[None]] = {}
+    knowledge: Dict[StreamKey, _Knowledge] = {}
     limiter = asyncio.Semaphore(settings.queueing.worker_limit) if settings.queueing.worker_limit else None
     selector: Optional[str] = None  # of the running streams (automatic sharding only)
     await insights.ready_resources.wait()
@@ -44,26 +53,24 @@ async def orchestrator(
             insights.changed.clear()
             version = shards.version if shards is not None else 0
             wanted = _wanted(insights, operating=operating, shards=shards)
-            # The handlers wait until the indexed streams existing now are listed (once, at start).
             if operating.is_set():
-                readiness.expect({key for key in wanted
-                                  if context.registry.has_indexing_handlers(resource=key[0])})
-                listing.expect(wanted)  # for the readiness probe: all streams of the start are listed
+                _expect_listings(wanted, context=context, readiness=readiness, listing=listing)
             new_selector = shards.selector if shards is not None else None
             restarted = set(streams) if new_selector != selector else set()
-            for key in (set(streams) - wanted) | restarted:
-                task = streams.pop(key)
-                task.cancel()
-                await asyncio.wait([task])
+            await _stop_streams(streams, (set(streams) - wanted) | restarted)
+            for key in set(knowledge) - wanted:
+                del knowledge[key]  # e.g. paused: the streams list everything afresh when resumed
             selector = new_selector
             for key in wanted - set(streams):
                 resource, namespace = key
+                carried = knowledge.get(key)
+                knowledge[key] = carried.carried(selector) if carried is not None else _Knowledge()
                 serve = functools.partial(_serve, context=context, settings=settings, resource=resource,
                                           namespace=namespace, limiter=limiter, readiness=readiness,
-                                          listing=listing, shard_selector=selector,
+                                          listing=listing, shard_selector=selector, knowledge=knowledge[key],
                                           admitted=_admission(operating, shards, selector, entitled))
                 streams[key] = asyncio.create_task(
-                    _serve_persistently(serve, key),
+                    _serve_persistently(serve, key, knowledge[key]),
                     name=f'watcher of {resource!r} {watching.where(namespace)}')
                 streams[key].add_done_callback(_report_failure)
             if shards is not None:
@@ -71,6 +78,24 @@ async def orchestrator(
             await insights.changed.wait()
     finally:
         await aiostopping.stop_tasks(list(streams.values()), title='Streaming', logger=logger)
+
+
+@dataclasses.dataclass
+class _Knowledge:
+    """What one stream knows of its objects, and which of them were in flux when it stopped."""
+    known: watching.Knowledge = dataclasses.field(default_factory=dict)
+    unsettled: Set[str] = dataclasses.field(default_factory=set)
+
+    def carried(self, selector: Optional[str]) -> _Knowledge:
+        """For the stream's restart with another selector: the objects that stay in it and were settled."""
+        inside = shards_.parse(selector).matches if selector is not None else (lambda body: True)
+        known = {uid: trace for uid, trace in self.known.items()
+                 if uid not in self.unsettled and inside(trace.as_body(uid))}
+        return _Knowledge(known=known)
+
+    def forget(self) -> None:
+        self.known.clear()
+        self.unsettled.clear()
 
 
 def _wanted(
@@ -87,6 +112,25 @@ def _wanted(
         for resource in insights.resources
         for namespace in insights.namespaces
     }
+
+
+def _expect_listings(
+        wanted: Set[StreamKey],
+        *,
+        context: processing.ProcessingContext,
+        readiness: indexing.IndexingReadiness,
+        listing: probing.ListingReadiness,
+) -> None:
+    """The handlers wait until the indexed streams existing now are listed (once, at start); so does the probe."""
+    readiness.expect({key for key in wanted if context.registry.has_indexing_handlers(resource=key[0])})
+    listing.expect(wanted)
+
+
+async def _stop_streams(streams: Dict[StreamKey, asyncio.Task[None]], keys: Set[StreamKey]) -> None:
+    for key in keys:
+        task = streams.pop(key)
+        task.cancel()
+        await asyncio.wait([task])
 
 
 def _admission(
@@ -116,8 +160,8 @@ def _report_failure(task: asyncio.Task[None]) -> None:
                      exc_info=task.exception())
 
 
-async def _serve_persistently(serve: Callable[[], Awaitable[None]], key: StreamKey) -> None:
-    """Serve the stream until cancelled; if it dies of an unexpected error, restart it after a delay."""
+async def _serve_persistently(serve: Callable[[], Awaitable[None]], key: StreamKey, knowledge: _Knowledge) -> None:
+    """Serve the stream until cancelled; if it dies of an unexpected error, restart it (afresh) after a delay."""
     resource, namespace = key
     failures = 0
     while True:
@@ -130,6 +174,7 @@ async def _serve_persistently(serve: Callable[[], Awaitable[None]], key: StreamK
             logger.error(f"The watch-stream of {resource!r} {watching.where(namespace)} has failed; "
                          f"restarting it in {delay:g}s (attempt {failures}). The error: {e!r}",
                          exc_info=e)
+            knowledge.forget()
             await asyncio.sleep(delay)
 
 
@@ -144,6 +189,7 @@ async def _serve(
         listing: probing.ListingReadiness,
         shard_selector: Optional[str] = None,
         admitted: Optional[queueing.Admission] = None,
+        knowledge: Optional[_Knowledge] = None,
 ) -> None:
     async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
         return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
@@ -153,32 +199,37 @@ async def _serve(
 
     listed = asyncio.Event()
     indexed = context.registry.has_indexing_handlers(resource=resource)
+    knowledge = knowledge if knowledge is not None else _Knowledge()
     events = _honouring_cancellation(watching.continuous_watch(
         client=context.client, settings=settings, resource=resource, namespace=namespace, on_listed=listed,
-        shard_selector=shard_selector))
+        shard_selector=shard_selector, known=knowledge.known), knowledge.unsettled)
     marker = asyncio.create_task(_mark_when_listed(listed, (readiness, listing), (resource, namespace)))
     try:
         with watching.announced(resource, namespace):
             await queueing.watcher(events=events, processor=process, settings=settings, limiter=limiter,
                                    preprocessor=index if indexed else None, resource=resource.name,
-                                   admitted=admitted)
+                                   admitted=admitted, unsettled=knowledge.unsettled)
     finally:
         marker.cancel()
 
 
-async def _honouring_cancellation(events: AsyncIterator[typedefs.RawEvent]) -> AsyncIterator[typedefs.RawEvent]:
+async def _honouring_cancellation(
+        events: AsyncIterator[typedefs.RawEvent],
+        unsettled: Set[str],
+) -> AsyncIterator[typedefs.RawEvent]:
     """
     Stop the stream at its next event if its task is being cancelled, even if the cancellation got lost.
 
     On Python 3.11, ``asyncio.wait_for()`` (e.g. the watch's inactivity timeout) returns the
     result instead of raising when the cancellation meets a chunk that has just arrived: the
     stream would go on for ever, and a paused operator, or a replica after a hand-over of its
-    shards, would keep handling the objects.
+    shards, would keep handling the objects. The event dropped so is one in flux (``unsettled``).
     """
     task = asyncio.current_task()
     cancelling = getattr(task, 'cancelling', None)  # Python 3.11+: the cancellations requested and not undone
     async for event in events:
         if cancelling is not None and cancelling():
+            unsettled.add(bodies.object_key(event.get('object', {})))
             raise asyncio.CancelledError()
         yield event
 

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Optional
+from typing import AsyncIterator, Awaitable, Callable, Dict, Iterable, Optional, Set
 
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import scheduling
@@ -99,6 +99,7 @@ async def watcher(
         preprocessor: Optional[Callable[[typedefs.RawEvent], Awaitable[None]]] = None,
         resource: str = '',
         admitted: Optional[Admission] = None,
+        unsettled: Optional[Set[str]] = None,
 ) -> None:
     """
     Dispatch the events to per-object workers until the stream ends or is cancelled.
@@ -106,16 +107,19 @@ async def watcher(
     The preprocessor (e.g. indexing) runs for every event in the stream's order,
     before the workers see it, and never waits for the workers. The resource
     (``plural.group``) labels the metrics of the objects waiting and their waiting times.
-    Without ``admitted``, every cycle is admitted.
+    Without ``admitted``, every cycle is admitted. At the end, ``unsettled`` gets
+    the objects that were in flux (a worker, or an event in hand): their state is
+    not to be taken as processed by whoever continues the stream.
     """
     streams: Dict[str, _Stream] = {}
     loop = asyncio.get_running_loop()
     unsource = instruments.OBJECTS_WAITING.add_source((resource,), lambda: _count_waiting(streams))
+    in_hand: Optional[str] = None  # received, not yet given to a worker (e.g. while indexing it)
     try:
         async for raw_event in events:
+            key = in_hand = bodies.object_key(raw_event.get('object', {}))
             if preprocessor is not None:
                 await preprocessor(raw_event)
-            key = bodies.object_key(raw_event.get('object', {}))
             stream = streams.get(key)
             if stream is None:
                 stream = streams[key] = _Stream(began=loop.time())
@@ -125,8 +129,12 @@ async def watcher(
                     _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter,
                             resource=resource, admitted=admitted),
                     name=f'worker for {key}')
+            in_hand = None
     finally:
         unsource()
+        if unsettled is not None:
+            unsettled.update(streams)
+            unsettled.update([in_hand] if in_hand is not None else [])
         await _stop_workers(streams.values(), timeout=settings.queueing.exit_timeout)
 
 

@@ -57,6 +57,7 @@ async def continuous_watch(
         on_listed: Optional[asyncio.Event] = None,
         retry_forbidden: bool = True,
         shard_selector: Optional[str] = None,
+        known: Optional[Knowledge] = None,
 ) -> AsyncIterator[typedefs.RawEvent]:
     """
     Yield the events of the resource forever (until cancelled).
@@ -64,12 +65,15 @@ async def continuous_watch(
     A missing permission to list or watch is logged and retried (see :mod:`permissions`),
     unless ``retry_forbidden`` is false: then it escalates, for the callers that
     have a fallback for it. A ``shard_selector`` (of automatic sharding) replaces the settings' one.
+    ``known`` is what an earlier stream of the same objects knew and processed (see
+    ``orchestration``): those objects are not reported again by the listing unless they changed.
     """
     query = selecting.make_query(settings, resource)
     if shard_selector is not None:
         query = dataclasses.replace(query, shard_selector=shard_selector)
     stream = _Stream(query=query, shards=selecting.ShardFilter(query.shard_selector, resource=resource),
-                     streaming=settings.watching.initial_streaming, on_listed=on_listed)
+                     streaming=settings.watching.initial_streaming, on_listed=on_listed,
+                     known=known if known is not None else {})
     health = _Health(forbidden=permissions.ForbiddenRetries(resource=resource, namespace=namespace),
                      broken=aioretries.Outage(what=f"stream {resource!r} {where(namespace)}",
                                               meanwhile="reconnecting from the last known version"))
@@ -193,7 +197,7 @@ class _Stream:
     resource_version: Optional[str] = None  # None: (re-)list first
     first: bool = True  # the objects of the first listing are events of type None ("the initial listing")
     # uid -> a light trace: to tell changes and deletions on re-listing
-    known: Dict[str, _Trace] = dataclasses.field(default_factory=dict)
+    known: Dict[str, Trace] = dataclasses.field(default_factory=dict)
 
     def listed(self, resource_version: str) -> None:
         self.resource_version = resource_version
@@ -208,7 +212,7 @@ def _refuses_streaming(stream: _Stream, error: apierrors.APIError) -> bool:
             and 'sendInitialEvents' in str(error))
 
 
-class _Trace(NamedTuple):
+class Trace(NamedTuple):
     """What is remembered of a watched object: enough to report its deletion, not its body."""
     resource_version: str
     api_version: Optional[str]
@@ -217,7 +221,7 @@ class _Trace(NamedTuple):
     name: Optional[str]
 
     @classmethod
-    def of(cls, raw: Mapping[str, Any]) -> _Trace:
+    def of(cls, raw: Mapping[str, Any]) -> Trace:
         meta = raw.get('metadata', {})
         return cls(meta.get('resourceVersion', ''), raw.get('apiVersion'), raw.get('kind'),
                    meta.get('namespace'), meta.get('name'))
@@ -229,7 +233,10 @@ class _Trace(NamedTuple):
                 'metadata': {key: val for key, val in meta.items() if val is not None}}
 
 
-def _remember(known: Dict[str, _Trace], raw_event: typedefs.RawEvent) -> None:
+Knowledge = Dict[str, Trace]  # uid -> what is known of the object (e.g. carried into a restarted stream)
+
+
+def _remember(known: Dict[str, Trace], raw_event: typedefs.RawEvent) -> None:
     raw = raw_event.get('object', {})
     uid = raw.get('metadata', {}).get('uid')
     if uid is None:
@@ -237,7 +244,7 @@ def _remember(known: Dict[str, _Trace], raw_event: typedefs.RawEvent) -> None:
     if raw_event.get('type') == 'DELETED':
         known.pop(uid, None)
     else:
-        known[uid] = _Trace.of(raw)
+        known[uid] = Trace.of(raw)
 
 
 class _Listing:
@@ -258,7 +265,7 @@ class _Listing:
         if not self.stream.shards.keeps(raw):
             return None
         uid = raw.get('metadata', {}).get('uid', '')
-        trace = _Trace.of(raw)
+        trace = Trace.of(raw)
         previous = self.stream.known.get(uid)
         self.seen.add(uid)
         self.stream.known[uid] = trace
