@@ -14,7 +14,7 @@ import pytest
 
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import shards
-from kopf._core.engines import leases, membership, sharding
+from kopf._core.engines import indexing, leases, membership, sharding
 from kopf._core.reactor import inventory, options
 from kopf._core.reactor import sharding as reactor_sharding
 
@@ -109,15 +109,19 @@ async def test_the_served_slots_become_the_streams_selector() -> None:
 
 
 @pytest.mark.parametrize('field', ['uid', 'namespace'])
-async def test_the_memories_of_objects_moved_away_are_forgotten_and_the_others_kept(field: str) -> None:
+async def test_the_memories_and_indices_of_objects_moved_away_are_forgotten_and_the_others_kept(field: str) -> None:
     memories = inventory.ObjectMemories()
     # Random, as the API server's uids are (FNV-1a's high bits hardly differ for 'uid-1', 'uid-2', ...).
     bodies = [{'metadata': {'uid': str(uuid.uuid4()), 'namespace': f'ns-{uuid.uuid4()}', 'name': 'x'}}
               for _ in range(200)]
+    indexers = indexing.OperatorIndexers()
+    indexers.indices['by_name'] = index = indexing.OperatorIndex()
     for body in bodies:
         memories.recall(body, memo=None, initial=True)
+        index.replace(body['metadata']['uid'], {body['metadata']['uid']: 'indexed'})
     serving = reactor_sharding.ShardServing(field=field, changed=asyncio.Event(), memories=memories,
-                                            context_of=lambda memory: None)  # type: ignore[arg-type,return-value]
+                                            context_of=lambda memory: None,  # type: ignore[arg-type,return-value]
+                                            indexers=indexers)
     kept = frozenset(slot for slot in sharding.ALL_SLOTS if slot % 2)
     for slots in (sharding.ALL_SLOTS, kept):
         applying = asyncio.create_task(serving.apply(slots))
@@ -128,4 +132,5 @@ async def test_the_memories_of_objects_moved_away_are_forgotten_and_the_others_k
     expected = {body['metadata']['uid'] for body in bodies
                 if sharding.slot_of(shards.field_value(body, sharding.FIELDS[field])) in kept}
     assert remaining == expected
+    assert set(index.index) == expected  # the indices of the objects moved away are dropped too
     assert 0 < len(expected) < len(bodies)

@@ -57,12 +57,12 @@ class ObjectMemories:
     def forget(self, raw: Mapping[str, Any]) -> Optional[ObjectMemory]:
         return self._items.pop(bodies.object_key(raw), None)
 
-    def forget_where(self, predicate: Callable[[ObjectMemory], bool]) -> int:
-        """Forget the memories that match; how many."""
+    def forget_where(self, predicate: Callable[[ObjectMemory], bool]) -> List[str]:
+        """Forget the memories that match; the keys of the objects forgotten."""
         keys = [key for key, memory in self._items.items() if predicate(memory)]
         for key in keys:
             del self._items[key]
-        return len(keys)
+        return keys
 
     def __iter__(self) -> Iterator[ObjectMemory]:
         return iter(list(self._items.values()))

@@ -292,7 +292,8 @@ class _OperatorRun:
         if shard_lease is not None:
             shards, self.sharder = sharding.make_sharder(
                 client=client, settings=self.settings, lease=shard_lease, identity=self.identity,
-                changed=self.insights.changed, memories=self.memories, context_of=self._daemon_context)
+                changed=self.insights.changed, memories=self.memories, context_of=self._daemon_context,
+                indexers=self.indexers)
             tasks.append(asyncio.create_task(self._guard(self.sharder.run()), name='automatic sharding'))
         tasks.append(asyncio.create_task(self._guard(orchestration.orchestrator(
             context=context, settings=self.settings, insights=self.insights, readiness=readiness,

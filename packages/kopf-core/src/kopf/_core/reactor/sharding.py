@@ -20,7 +20,7 @@ from typing import Callable, Collection, Optional, Tuple
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references, shards
-from kopf._core.engines import daemons, leadership, leases, membership, sharders, sharding, stoppers
+from kopf._core.engines import daemons, indexing, leadership, leases, membership, sharders, sharding, stoppers
 from kopf._core.reactor import inventory, options
 
 logger = logging.getLogger('kopf.reactor.sharding')
@@ -94,10 +94,12 @@ class ShardServing:
             changed: asyncio.Event,
             memories: inventory.ObjectMemories,
             context_of: Callable[[daemons.DaemonsMemory], daemons.DaemonContext],
+            indexers: Optional[indexing.OperatorIndexers] = None,
     ) -> None:
         self.field = field
         self.changed = changed
         self.memories = memories
+        self.indexers = indexers
         self.context_of = context_of
         self.slots: sharding.Slots = frozenset()
         self._selector: Optional[str] = None  # of the slots: asked before every cycle, so computed once
@@ -143,12 +145,15 @@ class ShardServing:
             self.applied.notify_all()
 
     def _forget(self, lost: sharding.Slots) -> None:
-        """The objects moved to other replicas are theirs now: their memories would only take space here."""
+        """The objects moved to other replicas are theirs now: neither our memories nor our indices hold them."""
         field = sharding.FIELDS[self.field].rsplit('.', 1)[-1]
         forgotten = self.memories.forget_where(
             lambda memory: sharding.slot_of(getattr(memory, field)) in lost)  # their daemons have exited
+        if self.indexers is not None:
+            for key in forgotten:
+                self.indexers.forget(key)
         if forgotten:
-            logger.debug(f"Forgot {forgotten} objects moved to other replicas.")
+            logger.debug(f"Forgot {len(forgotten)} objects moved to other replicas.")
 
     async def _stop_daemons(self, lost: sharding.Slots) -> None:
         """Stop the daemons and timers of the objects in the slots given away; wait until they exit."""
@@ -170,11 +175,13 @@ def make_sharder(
         changed: asyncio.Event,
         memories: inventory.ObjectMemories,
         context_of: Callable[[daemons.DaemonsMemory], daemons.DaemonContext],
+        indexers: Optional[indexing.OperatorIndexers] = None,
 ) -> Tuple[ShardServing, sharders.Sharder]:
     """The served slots (for the orchestrator) and the sharder that changes them (a task to run)."""
     ref, prefix = lease
     field = settings.sharding.hashed_field
-    serving = ShardServing(field=field, changed=changed, memories=memories, context_of=context_of)
+    serving = ShardServing(field=field, changed=changed, memories=memories, context_of=context_of,
+                           indexers=indexers)
     member = membership.Member(client=client, ref=ref, prefix=prefix, identity=identity, field=field,
                                timings=timings(settings))
     return serving, sharders.Sharder(member=member, apply=serving.apply)
