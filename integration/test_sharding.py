@@ -50,10 +50,10 @@ GROUP, PLURAL, KIND = 'shard.kopf.dev', 'shardthings', 'ShardThing'
 # the renew deadline and the lease's expiry: the others took over the slots meanwhile and handled objects again.
 TIMINGS = {'LEASE_DURATION': '15', 'RENEW_DEADLINE': '10', 'RETRY_PERIOD': '2'}
 LEASE_DURATION = float(TIMINGS['LEASE_DURATION'])
-RETRY_PERIOD = float(TIMINGS['RETRY_PERIOD'])
-# A killed replica's slots are taken over once its Lease has expired on the others' clocks: its last renewal seen
-# within a retry period, the expiry noticed in the next one, the claim checked in a third; plus the requests.
-TAKEOVER = LEASE_DURATION + 3 * RETRY_PERIOD + 4
+# A killed replica's slots are taken over once its Lease has expired on the others' clocks: a lease duration after
+# they saw its last renewal in their watch-streams (up to a retry period before the kill), then a round of requests
+# (a listing, a claim, a check) and the streams' restart; the slack is for a load of 10-20 on 2 cores.
+TAKEOVER = LEASE_DURATION + 3
 PREFIX = 'kopf-shard-default'
 # The first batch, per mode (the later ones are smaller); $KOPF_SHARDING_OBJECTS sets both. The issue's 3,000 where
 # the API server filters; 600 where every replica receives and drops every object (3,000 there: ~3.5 min at a load
@@ -62,9 +62,9 @@ OBJECTS = {'server-side': 3000, 'client-side': 600}
 if os.environ.get('KOPF_SHARDING_OBJECTS'):
     OBJECTS = dict.fromkeys(OBJECTS, int(os.environ['KOPF_SHARDING_OBJECTS']))
 GATE = 'ShardedListAndWatch'
-# After a kill, the survivors list their objects again and take each through a cycle (no handler runs again):
-# ~7 s for 3,000 objects at a load of 11 on 2 cores. The killed replica's new objects wait for that.
-RELISTED_PER_SECOND = 250
+# After a kill, the survivors list their new slots' objects (the killed replica's) and take each through a cycle (no
+# handler runs again); the objects they had already are not reported again. ~1/3 of 3,000 at ~500 per second.
+RELISTED_PER_SECOND = 500
 DAEMONS = 12  # labelled objects of the first batch: their daemons move with their slots
 
 
@@ -285,13 +285,13 @@ def test_replicas_split_the_objects_survive_a_kill_and_a_join(
     if replicas.counted:  # what the API server sent to each replica, as counted on the wire
         assert_received_shares(replicas, since, mode, {name: calls[name] for name in first}, slots)
 
-    # One killed with -9: the others take its slots within one lease duration, then handle its objects (old and
-    # new) as soon as they have listed the objects of their new slots again (all their objects, the kept ones too).
+    # One killed with -9: the others take its slots once its Lease expires, then handle its objects (old and new)
+    # as soon as they have listed them (the objects that they had already are not reported again).
     replicas.kill('c')
     killed_at = time.time()
     second = create_batch(cluster, replicas.namespace, 'second', 60)
     kubeobjects.poll(lambda: served_by(replicas, 'a') | served_by(replicas, 'b') == sharding.ALL_SLOTS, timeout=60)
-    taken = time.time() - killed_at  # at most: the Leases are polled
+    taken = time.time() - killed_at  # at most: the test polls the Leases
     calls = wait_created(replicas.calls, second, timeout=60)
     orphans = [name for name in second if sharding.slot_of(calls[name]['uid']) in slots['c']]
     assert orphans, "none of the new objects fell into the killed replica's slots"
@@ -299,7 +299,7 @@ def test_replicas_split_the_objects_survive_a_kill_and_a_join(
     print(f"{mode}: the killed replica's slots taken over {taken:.1f}s after the kill, its objects handled {late:.1f}s "
           f"after it (lease duration: {LEASE_DURATION:g}s)")
     assert taken <= TAKEOVER, f"the killed replica's slots were taken over {taken:.1f}s after the kill"
-    relisting = OBJECTS[mode] / RELISTED_PER_SECOND
+    relisting = OBJECTS[mode] / 3 / RELISTED_PER_SECOND
     assert late <= TAKEOVER + relisting, f"the killed replica's objects were handled {late:.1f}s after the kill"
     slots = replicas.wait_settled(['a', 'b'])
 
@@ -314,7 +314,8 @@ def test_replicas_split_the_objects_survive_a_kill_and_a_join(
     assert_each_created_once(replicas.calls)
     gaps = assert_daemons_never_overlap(replicas.calls)
     assert len(gaps) == DAEMONS
-    assert max(gaps.values()) <= TAKEOVER, gaps  # never without an owner for longer
+    print(f"{mode}: the daemons' longest gap between heartbeats {max(gaps.values()):.1f}s")
+    assert max(gaps.values()) <= TAKEOVER + relisting, gaps  # never without an owner for longer
 
 
 def test_a_lease_prefix_that_kubernetes_refuses_stops_the_start_with_one_message(
