@@ -84,7 +84,6 @@ class Member:
         self.timings = timings
         self.own = leases.Observation()  # of our own Lease, as last written (or read on a conflict)
         self.others: Dict[str, leases.Observation] = {}
-        self.holders_seen: Dict[str, str] = {}  # the others' holders as last seen in the stream
         self.said: Set[Tuple[str, str, Any]] = set()  # the oddities said once: (kind, lease, what)
 
     @property
@@ -182,17 +181,16 @@ class Member:
                 return
             if kind == 'DELETED':
                 self.others.pop(name, None)
-                self.holders_seen.pop(name, None)
                 wakeup.set()
                 return
             record = leases.LeaseRecord.parse(body)
+            joined = name not in self.others  # not yet seen in a listing or in the stream
             observation = self.others.setdefault(name, leases.Observation())
             if leasewatching.is_older(record, observation.record):
                 return
             observation.notice(record, now=asyncio.get_running_loop().time())
-            if name not in self.holders_seen or not record.holder:
+            if joined or not record.holder:
                 wakeup.set()  # joined, or released its Lease: the next round decides now
-            self.holders_seen[name] = record.holder
 
         await leasewatching.follow(self.client, namespace=self.ref.namespace, what=f"the sharding's Leases in "
                                    f"{self.ref.namespace!r}", retry_period=self.timings.retry_period,

@@ -134,7 +134,8 @@ async def watcher(
         unsource()
         if unsettled is not None:
             unsettled.update(streams)
-            unsettled.update([in_hand] if in_hand is not None else [])
+            if in_hand is not None:
+                unsettled.add(in_hand)
         await _stop_workers(streams.values(), timeout=settings.queueing.exit_timeout)
 
 
