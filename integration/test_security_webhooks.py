@@ -473,16 +473,27 @@ def test_large_reviews_do_not_stall_the_operator(
     samples = len(json.loads(data)['request']['object']['spec']['samples'])
     assert MAX_REVIEW_SIZE - 2048 < len(data) < MAX_REVIEW_SIZE
 
+    # The operator's own start-up (discovery, first listings: more of them in a cluster with many CRDs) is not measured.
+    def settled() -> bool:
+        """no lag in the last second"""
+        return time.monotonic() - max(read_lags(tmp_path / 'lag.txt'), default=(0.0, 0.0))[0] > 1.0
+    kubeobjects.poll(settled, timeout=30, interval=0.2)
+
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         replies = list(pool.map(lambda _: post(port, data, trusting(cadata)), range(4)))
     finished = time.monotonic()
     operator.wait_for(rf"Checked: samples={samples}, peer=None\.", count=4)
 
-    lags = [float(lag) for moment, lag in (line.split() for line in (tmp_path / 'lag.txt').read_text().splitlines())
-            if started <= float(moment) <= finished]
+    lags = [lag for moment, lag in read_lags(tmp_path / 'lag.txt') if started <= moment <= finished]
     assert [status for status, _ in replies] == [200] * 4
     assert max(lags, default=0) < 0.05, f"The operator's event loop lagged by {max(lags):.3f}s of CPU."
+
+
+def read_lags(path: pathlib.Path) -> list[tuple[float, float]]:
+    """The operator's loop lags so far: (the monotonic moment, the CPU seconds between two ticks)."""
+    text = path.read_text() if path.exists() else ''
+    return [(float(moment), float(lag)) for moment, lag in (line.split() for line in text.splitlines())]
 
 
 def test_clients_without_certificates_are_refused_when_a_client_ca_is_given(
