@@ -90,3 +90,33 @@ async def test_other_resources_are_dropped_as_usual(registry: registries.Operato
     await scan(registry, insights, EXAMPLES)
     await scan(registry, insights)
     assert insights.resources == set()
+
+
+async def test_a_deleted_crd_is_not_served_while_discovery_still_lists_it(
+        registry: registries.OperatorRegistry) -> None:
+    insights = observation.Insights()
+    await scan(registry, insights, EXAMPLES)
+    assert observation._track_termination(insights, 'MODIFIED', TERMINATING_CRD)
+    assert observation._track_termination(insights, 'DELETED', TERMINATING_CRD)
+    await scan(registry, insights, DYING_EXAMPLES)  # discovery is updated a moment after the deletion
+    assert insights.resources == set()
+
+
+async def test_a_crd_created_again_is_served_again(registry: registries.OperatorRegistry) -> None:
+    insights = observation.Insights()
+    await scan(registry, insights, EXAMPLES)
+    observation._track_termination(insights, 'DELETED', CRD)
+    await scan(registry, insights, EXAMPLES)
+    assert insights.resources == set()
+    assert observation._track_termination(insights, 'ADDED', CRD)
+    assert not observation._track_termination(insights, 'MODIFIED', CRD)  # noted once
+    await scan(registry, insights, EXAMPLES)
+    assert insights.resources == {EXAMPLES}
+
+
+async def test_a_crd_listed_again_after_its_deletion_is_served_again(registry: registries.OperatorRegistry) -> None:
+    insights = observation.Insights()
+    observation._track_termination(insights, 'DELETED', CRD)
+    assert observation._track_termination(insights, None, CRD)  # e.g. the CRDs' stream re-listed
+    await scan(registry, insights, EXAMPLES)
+    assert insights.resources == {EXAMPLES}

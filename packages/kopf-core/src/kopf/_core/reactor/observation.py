@@ -49,6 +49,8 @@ class Insights:
     warned_ambiguous: Set[references.Selector] = dataclasses.field(default_factory=set)
     # CRDs being deleted, by name: their (group, plural), served until the CRD is gone.
     terminating: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
+    # CRDs deleted, by name: their (group, plural), not served even while discovery still lists them.
+    gone: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
 
     def update(self, *, resources: Optional[Iterable[references.Resource]] = None,
                namespaces: Optional[Iterable[references.Namespace]] = None) -> None:
@@ -96,10 +98,12 @@ def _keep_served(insights: Insights, selected: Collection[references.Resource]) 
     A terminating CRD is advertised with fewer verbs (no create/patch): the same
     resource must not be seen as a new one, or its stream would be restarted
     mid-handling. And a terminating CRD's resource stays served even if it
-    disappears from discovery, until the CRD is gone.
+    disappears from discovery, until the CRD is gone. Once it is gone, its
+    resource is not served even if discovery, updated a moment later, still lists it.
     """
     served = {_identity(r): r for r in insights.resources}
-    kept = {served.get(_identity(r), r) for r in selected}
+    gone = set(insights.gone.values())
+    kept = {served.get(_identity(r), r) for r in selected if (r.group, r.plural) not in gone}
     dying = set(insights.terminating.values())
     kept.update(r for r in insights.resources if (r.group, r.plural) in dying)
     return kept
@@ -174,7 +178,7 @@ async def _follow_crds(
 
 
 def _track_termination(insights: Insights, event_type: Optional[str], crd: Mapping[str, Any]) -> bool:
-    """Remember the CRDs being deleted, and forget them once deleted; say if it changed anything."""
+    """Remember the CRDs being deleted and deleted, until created again; say if it changed anything."""
     name = crd.get('metadata', {}).get('name')
     spec = crd.get('spec', {})
     key = (spec.get('group', ''), spec.get('names', {}).get('plural', ''))
@@ -182,16 +186,18 @@ def _track_termination(insights: Insights, event_type: Optional[str], crd: Mappi
     if name is None:
         return False
     if event_type == 'DELETED':
+        insights.gone[name] = key
         if insights.terminating.pop(name, None) is not None or served:
             logger.info(f"The CRD {name!r} is deleted: its resource is not served anymore.")
             return True
         return False
+    revived = insights.gone.pop(name, None) is not None  # created again after its deletion
     if crd.get('metadata', {}).get('deletionTimestamp') and name not in insights.terminating:
         insights.terminating[name] = key
         if served:
             logger.info(f"The CRD {name!r} is being deleted: its objects are served until they are gone.")
         return True
-    return False
+    return revived
 
 
 async def namespace_observer(
