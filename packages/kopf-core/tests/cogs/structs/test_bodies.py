@@ -1,6 +1,9 @@
 """
 Bodies as read-only live views over a raw dict; the raw dicts are real, nothing is mocked.
 """
+import copy
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -106,3 +109,26 @@ def test_raw_bodies_are_taken_from_bodies_without_copying() -> None:
     raw: dict[str, Any] = {'spec': {}}
     assert bodies.as_raw(bodies.Body(raw)) is raw
     assert bodies.as_raw(raw) is raw
+
+
+
+def test_a_body_is_freed_by_reference_counting_while_its_views_are_in_use() -> None:
+    gc.disable()
+    try:
+        body = bodies.Body(copy.deepcopy(RAW))
+        labels, spec = body.meta.labels, body.spec
+        freed = weakref.ref(body)
+        del body
+        assert freed() is None  # no reference cycle: gone at once, not at the collector's next pass
+        assert labels == {'somelabel': 'somevalue'}  # the views live on with the source
+        assert spec == copy.deepcopy(RAW)['spec']
+    finally:
+        gc.enable()
+
+
+def test_views_of_views_follow_the_replaced_source() -> None:
+    body = bodies.Body({'metadata': {'labels': {'a': 'b'}}})
+    labels = bodies.Meta(body).labels
+    body._replace_with({'metadata': {'labels': {'c': 'd'}}})
+    assert labels == {'c': 'd'}
+    assert body.meta.labels == {'c': 'd'}

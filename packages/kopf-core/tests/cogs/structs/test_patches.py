@@ -4,8 +4,10 @@ operations computed from them for a given body. The bodies are plain dicts.
 """
 import copy
 import functools
+import gc
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Dict
 
 import pytest
 
@@ -290,3 +292,31 @@ def test_operations_reproduce_the_transformed_body(old: list[Any], new: list[Any
         raw['spec']['v'] = copy.deepcopy(new)
     ops = patches.build_json_patch(body, [transform])
     assert _apply_json_patch(body, ops) == {'metadata': {'resourceVersion': '1'}, 'spec': {'v': new, 'keep': True}}
+
+
+def test_a_patch_is_freed_by_reference_counting() -> None:
+    gc.disable()
+    try:
+        patch = patches.Patch(body={'spec': {}})
+        patch.spec['x'] = 1
+        patch.meta.labels['a'] = 'b'
+        freed = weakref.ref(patch)
+        del patch
+        assert freed() is None  # no reference cycle through its sections: the body it holds goes at once
+    finally:
+        gc.enable()
+
+
+def test_a_section_outliving_its_patch_says_so() -> None:
+    patch = patches.Patch()
+    section = patch.spec
+    del patch
+    with pytest.raises(ReferenceError, match="keep the patch, not only its section"):
+        section['x'] = 1
+
+
+def test_sections_of_plain_dicts_keep_them() -> None:
+    target: Dict[str, Any] = {}
+    section = patches.PatchSection(target, ('spec',))
+    section['x'] = 1
+    assert target == {'spec': {'x': 1}}

@@ -126,7 +126,8 @@ class Body(dicts.ReplaceableMappingView[str, Any]):
     @property
     def raw(self) -> Mapping[str, Any]:
         """The current underlying raw dict (do not modify it: it is shared)."""
-        return self._src
+        raw: Mapping[str, Any] = self._cell.source
+        return raw
 
     @property
     def metadata(self) -> Meta:

@@ -212,6 +212,20 @@ def walk(
             yield from walk(obj, nested=nested)
 
 
+class _Cell:
+    """
+    The source of a family of views: each of them refers to it, none to another.
+
+    So the views of a body (``body.meta``, its ``labels``, ...) form no reference
+    cycle with it: a body is freed as soon as nobody needs it, by reference
+    counting, not at some later pass of the garbage collector, all at once.
+    """
+    __slots__ = ('source',)
+
+    def __init__(self, source: Mapping[Any, Any]) -> None:
+        self.source = source
+
+
 class MappingView(Mapping[_K, _V]):
     """
     A read-only live view over a sub-path of a source mapping.
@@ -220,12 +234,17 @@ class MappingView(Mapping[_K, _V]):
     path is resolved on every access: if the sub-dict is created, deleted, or
     replaced in the source later (e.g. a new ``spec`` arrives with an event),
     the view shows the new content. Missing or ``None`` sub-dicts look empty.
+    A view over another view resolves its whole path from their common source.
     """
 
     def __init__(self, source: Mapping[Any, Any], path: FieldPath = ()) -> None:
         super().__init__()
-        self._src = source
-        self._path = path
+        self._cell: _Cell
+        self._path: FieldPath
+        if isinstance(source, MappingView):  # not held: its source and path are enough
+            self._cell, self._path = source._cell, (*source._path, *path)
+        else:
+            self._cell, self._path = _Cell(source), tuple(path)
 
     def __repr__(self) -> str:
         return repr(dict(self))
@@ -250,7 +269,7 @@ class MappingView(Mapping[_K, _V]):
     def _resolve(self) -> Mapping[_K, _V]:
         # The same as resolve(..., default={}, assume_empty=True, ignore_wrong=True), inlined:
         # it runs on every access to every field of every body.
-        value: Any = self._src
+        value: Any = self._cell.source
         for key in self._path:
             value = value.get(key) if isinstance(value, _ABCMapping) else None
         return value if isinstance(value, _ABCMapping) else {}
@@ -260,9 +279,13 @@ class ReplaceableMappingView(MappingView[_K, _V]):
     """
     A view whose whole source can be replaced, so that all views atop it follow.
 
-    Nested views keep a reference to this view (not to the raw dict), so one
-    replacement here is seen by all of them at once.
+    It has a source of its own (even over another view), and the views atop it
+    share that source, so one replacement here is seen by all of them at once.
     """
 
+    def __init__(self, source: Mapping[Any, Any], path: FieldPath = ()) -> None:
+        super().__init__({}, path)
+        self._cell.source = source
+
     def _replace_with(self, source: Mapping[Any, Any]) -> None:
-        self._src = source
+        self._cell.source = source

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterable, Iterator, List, MutableMapping, Optional
 
@@ -50,8 +51,18 @@ class PatchSection(MutableMapping[str, Any]):
 
     def __init__(self, patch: MutableMapping[str, Any], path: dicts.FieldPath) -> None:
         super().__init__()
-        self._patch = patch
+        # A patch's own sections refer to it weakly: kept in it, they would otherwise form a reference
+        # cycle, and the patch, with the body it holds, would wait for the garbage collector to be freed.
+        self._ref: Callable[[], Optional[MutableMapping[str, Any]]]
+        self._ref = weakref.ref(patch) if isinstance(patch, Patch) else (lambda: patch)
         self._path = path
+
+    @property
+    def _patch(self) -> MutableMapping[str, Any]:
+        patch = self._ref()
+        if patch is None:
+            raise ReferenceError("The patch of this section is gone: keep the patch, not only its section.")
+        return patch
 
     def __repr__(self) -> str:
         return repr(dict(self))
