@@ -14,7 +14,7 @@ import pathlib
 import sys
 from collections.abc import Collection
 
-from benchmarks import arrivals, report, runner, sides
+from benchmarks import arrivals, loops, report, runner, sides
 from benchmarks.cluster import VARIANTS
 from benchmarks.scenarios.rates import drain_seconds
 from benchmarks.scenarios.session import Settings
@@ -23,7 +23,8 @@ RESULTS_DIR = pathlib.Path('benchmarks/results')
 
 # Small enough to finish in a minute or two, big enough to go through every code path.
 SMOKE = dict(objects=5, restart_objects=5, large_objects=8, scale_objects=8, idle_seconds=2.0, repeats=1,
-             variants='status', baseline_objects=5, quiet=1.5, poll=0.5, rates='', duration=2.0)
+             variants='status', baseline_objects=5, quiet=1.5, poll=0.5, rates='', duration=2.0,
+             loops=','.join(loops.LOOPS))
 SCENARIOS = ('all', 'rates')
 
 
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         repeats=args.repeats,
         variants=_choices(args.variants, VARIANTS),
         sides=_choices(args.sides, sides.ALL_SIDES),
+        loops=tuple(dict.fromkeys(_choices(args.loops, loops.LOOPS))) or loops.DEFAULT_LOOPS,
         baseline_objects=args.baseline_objects,
         rates=rates,
         rate_seconds=args.duration,
@@ -84,7 +86,9 @@ def estimate_minutes(options: runner.Options) -> float:
         + frameworks * (options.objects * 0.05 + 20)
         + (len(options.sides) - frameworks) * (bursts * 0.02 + starts * 0.02 + options.idle_seconds + 30)
     )
-    return (per_variant + sweep) * len(options.variants) * options.repeats / 60 + 0.5
+    # The bursts again on each other event loop: the churn's burst and the default posting's, per framework.
+    reruns = (len(options.loops) - 1) * frameworks * (options.objects * 0.1 + 40)
+    return (per_variant + reruns + sweep) * len(options.variants) * options.repeats / 60 + 0.5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -108,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
                              help=f'comma-separated CRD variants: {",".join(VARIANTS)}')
         command.add_argument('--sides', default=','.join(default.sides),
                              help=f'comma-separated sides: {",".join(sides.ALL_SIDES)}')
+        command.add_argument('--loops', default=','.join(default.loops),
+                             help='comma-separated event loops of both frameworks: the first for every scenario, '
+                                  f'the others for the bursts again; of: {",".join(loops.LOOPS)}')
         command.add_argument('--baseline-objects', type=int, default=default.baseline_objects,
                              help='objects of the no-operator attribution check')
         command.add_argument('--quiet', type=float, default=default.settings.quiet,

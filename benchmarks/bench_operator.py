@@ -7,6 +7,7 @@ work of their own: what is measured is the framework's cost around them.
 The file is not named ``operator.py``: loaded by path, it would shadow the
 standard library's ``operator`` module in ``sys.modules``.
 """
+import asyncio
 import os
 
 import kopf
@@ -24,6 +25,12 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     posted_logs = os.environ.get('KOPF_BENCH_POSTED_LOGS')
     if posted_logs is not None:
         settings.posting.loggers = posted_logs == 'true'
+
+
+@kopf.on.startup()
+async def report_the_loop(logger: kopf.Logger, **_: object) -> None:
+    # The harness checks it: a row "on uvloop" or "without uvloop" must be what ran.
+    logger.info(f"Event loop: {type(asyncio.get_running_loop()).__module__.split('.')[0]}")
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)

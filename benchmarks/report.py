@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from benchmarks import capacity, metrics
+from benchmarks import capacity, loops, metrics
 from benchmarks.rates_report import render_rates
 
 Results = Mapping[str, Any]
@@ -59,6 +59,17 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ('scale', 'initial_wall_s', 'first handling of all objects, wall time (s)'),
     ('scale', 'initial_cpu_s', 'first handling of all objects, CPU (s)'),
 )
+# The rows of the bursts run again on each other event loop (the scenario's name gets the loop as a suffix).
+RERUN_ROWS: tuple[tuple[str, str, str], ...] = (
+    ('burst', 'wall_s', 'wall time, create+update+delete (s)'),
+    ('burst', 'cpu_per_object_ms', 'CPU per object (ms)'),
+    ('burst', 'requests_per_object', 'requests per object (no events)'),
+    ('burst', 'peak_rss_mib', 'peak RSS (MiB)'),
+    ('burst', 'create_latency_p50_ms', "latency, creation to the create handler's result, p50 (ms)"),
+    ('burst', 'create_latency_p99_ms', "latency, creation to the create handler's result, p99 (ms)"),
+    ('burst-defaults', 'cpu_per_object_ms', "each side's default posting: CPU per object (ms)"),
+    ('burst-defaults', 'peak_rss_mib', "each side's default posting: peak RSS (MiB)"),
+)
 # The option that gives a burst's number of objects, for its figures per object.
 BURST_OBJECTS_OPTION = {'burst': 'objects', 'burst-defaults': 'objects', 'burst-large': 'large_objects'}
 BY_VERB_SCENARIOS = ('lifecycle', 'restart')
@@ -100,11 +111,30 @@ def collect(results: Results, scenario: str, variant: str, side: str, figure: st
         elif figure in _TOTALS and 'requests' in figures:
             # Derived from the requests by verb, so that every rendering applies the same rule
             # (see metrics.total: no WATCHes), also to the results written before the rule.
-            divisor = results['options'][BURST_OBJECTS_OPTION[scenario]] if figure == 'requests_per_object' else 1
+            per_object = figure == 'requests_per_object'
+            divisor = results['options'][BURST_OBJECTS_OPTION[_without_loop(results, scenario)]] if per_object else 1
             values.append(metrics.total(figures['requests'], watches=False) / divisor)
         elif figure in figures:
             values.append(float(figures[figure]))
     return values
+
+
+def run_loops(results: Results) -> tuple[str, ...]:
+    """The event loops of the run, the first one for every scenario (older results: asyncio's own only)."""
+    return tuple(results['options'].get('loops') or loops.DEFAULT_LOOPS)
+
+
+def _without_loop(results: Results, scenario: str) -> str:
+    for loop in run_loops(results)[1:]:
+        if scenario.endswith(f'-{loop}'):
+            return scenario.removesuffix(f'-{loop}')
+    return scenario
+
+
+def rerun_rows(results: Results) -> list[tuple[str, str, str]]:
+    """The rows of the bursts on the other loops, labelled with their loop."""
+    return [(loops.scenario_on(scenario, loop, run_loops(results)), figure, f'{loop}: {label}')
+            for loop in run_loops(results)[1:] for scenario, figure, label in RERUN_ROWS]
 
 
 def failures(results: Results, scenario: str, variant: str, side: str) -> int:
@@ -136,39 +166,57 @@ class Target:
 def evaluate_targets(results: Results) -> list[Target]:
     targets: list[Target] = []
     for variant in results['options']['variants']:
-        def median(scenario: str, side: str, figure: str, variant: str = variant) -> float | None:
-            found = figure_stats(results, scenario, variant, side, figure)
-            return None if found is None else found.median
+        targets += _targets_of_variant(results, variant)
+    return targets
 
-        def at_most(key: str, scenario: str, figure: str, share: float, text: str, variant: str = variant) -> None:
-            ours, upstream = median(scenario, 'ours', figure), median(scenario, 'upstream', figure)
-            met = None if ours is None or upstream is None else ours <= upstream * share
-            targets.append(Target(key, text, variant, ours, upstream, median(scenario, 'bare', figure), met))
 
-        at_most('burst-cpu', 'burst', 'cpu_per_object_ms', 1 / 3, 'burst: CPU per object ≤ 1/3 of upstream')
-        at_most('burst-latency', 'burst', 'create_latency_p99_ms', 1 / 2,
-                "burst: latency p99, creation to the create handler's result, ≤ 1/2 of upstream")
-        at_most('burst-large-latency', 'burst-large', 'create_latency_p99_ms', 1 / 2,
-                "burst-large: latency p99, creation to the create handler's result, ≤ 1/2 of upstream")
-        at_most('restart-first-handling', 'restart', 'initial_wall_s', 1 / 2,
-                'restart: first handling of all objects, wall time ≤ 1/2 of upstream')
-        at_most('restart-rss', 'restart', 'peak_rss_mib', 1 / 2,
-                'restart (all objects watched): peak RSS ≤ 1/2 of upstream')
-        at_most('scale-rss', 'scale', 'peak_rss_mib', 1 / 2, 'scale (all objects watched): peak RSS ≤ 1/2 of upstream')
-        at_most('lifecycle-requests', 'lifecycle', 'requests_total', 1,
-                'lifecycle: requests per object ≤ upstream (the same posting)')
-        burst_wall, bound_wall = median('burst', 'ours', 'wall_s'), median('burst', 'bare', 'wall_s')
-        targets.append(Target(
-            'burst-wall', 'burst: wall time ≤ 1.25 times the bound', variant, burst_wall,
-            median('burst', 'upstream', 'wall_s'), bound_wall,
-            None if burst_wall is None or bound_wall is None else burst_wall <= bound_wall * 1.25))
-        idle_cpu, idle_requests = median('idle', 'ours', 'cpu_percent'), median('idle', 'ours', 'requests_total')
-        targets.append(Target(
-            'idle', 'idle: no requests and CPU < 1% of one core', variant, idle_cpu,
-            median('idle', 'upstream', 'cpu_percent'), None,
-            None if idle_cpu is None or idle_requests is None else idle_cpu < 1.0 and idle_requests == 0))
-        targets.extend(Target(key, text, variant, ours, upstream, bound, met)
-                       for key, text, ours, upstream, bound, met in capacity.verdicts(results, variant))
+# The scenarios whose peak RSS must be at most half of upstream's (bursts included); the bursts on every loop.
+RSS_SCENARIOS = ('burst', 'burst-defaults', 'burst-large', 'restart', 'scale')
+LOOPED_RSS_SCENARIOS = ('burst', 'burst-defaults')
+
+
+def _targets_of_variant(results: Results, variant: str) -> list[Target]:
+    targets: list[Target] = []
+    run_on = run_loops(results)
+
+    def median(scenario: str, side: str, figure: str) -> float | None:
+        found = figure_stats(results, scenario, variant, side, figure)
+        return None if found is None else found.median
+
+    def at_most(key: str, scenario: str, figure: str, share: float, text: str) -> None:
+        ours, upstream = median(scenario, 'ours', figure), median(scenario, 'upstream', figure)
+        met = None if ours is None or upstream is None else ours <= upstream * share
+        targets.append(Target(key, text, variant, ours, upstream, median(scenario, 'bare', figure), met))
+
+    for loop in run_on:
+        for base, what in (('burst', 'burst'), ('burst-defaults', "burst, each side's default posting")):
+            scenario = loops.scenario_on(base, loop, run_on)
+            at_most(f'{scenario}-cpu', scenario, 'cpu_per_object_ms', 1 / 3,
+                    f'{what}, {loop}: CPU per object ≤ 1/3 of upstream')
+    for scenario in ('burst', 'burst-large'):
+        for share, key, text in ((1, '', 'no worse than upstream'), (1 / 2, '-half', '≤ 1/2 of upstream')):
+            at_most(f'{scenario}-latency{key}', scenario, 'create_latency_p99_ms', share,
+                    f"{scenario}: latency p99, creation to the create handler's result, {text}")
+    at_most('restart-first-handling', 'restart', 'initial_wall_s', 1 / 2,
+            'restart: first handling of all objects, wall time ≤ 1/2 of upstream')
+    rss_scenarios = [*RSS_SCENARIOS, *(loops.scenario_on(base, loop, run_on)
+                                       for loop in run_on[1:] for base in LOOPED_RSS_SCENARIOS)]
+    for scenario in rss_scenarios:
+        at_most(f'{scenario}-rss', scenario, 'peak_rss_mib', 1 / 2, f'{scenario}: peak RSS ≤ 1/2 of upstream')
+    at_most('lifecycle-requests', 'lifecycle', 'requests_total', 1,
+            'lifecycle: requests per object ≤ upstream (the same posting)')
+    burst_wall, bound_wall = median('burst', 'ours', 'wall_s'), median('burst', 'bare', 'wall_s')
+    targets.append(Target(
+        'burst-wall', 'burst: wall time ≤ 1.25 times the bound', variant, burst_wall,
+        median('burst', 'upstream', 'wall_s'), bound_wall,
+        None if burst_wall is None or bound_wall is None else burst_wall <= bound_wall * 1.25))
+    idle_cpu, idle_requests = median('idle', 'ours', 'cpu_percent'), median('idle', 'ours', 'requests_total')
+    targets.append(Target(
+        'idle', 'idle: no requests and CPU < 1% of one core', variant, idle_cpu,
+        median('idle', 'upstream', 'cpu_percent'), None,
+        None if idle_cpu is None or idle_requests is None else idle_cpu < 1.0 and idle_requests == 0))
+    targets.extend(Target(key, text, variant, ours, upstream, bound, met)
+                   for key, text, ours, upstream, bound, met in capacity.verdicts(results, variant))
     return targets
 
 
@@ -193,7 +241,7 @@ def render_markdown(results: Results) -> str:
     ]
     table: list[str] = []
     for variant in options['variants']:
-        for scenario, figure, label in [*ROWS, *_by_verb_rows(results, variant)]:
+        for scenario, figure, label in [*ROWS, *rerun_rows(results), *_by_verb_rows(results, variant)]:
             cells = {side: figure_stats(results, scenario, variant, side, figure) for side in SIDES}
             if all(cell is None for cell in cells.values()) and not _any_failed(results, scenario, variant):
                 continue

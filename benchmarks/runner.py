@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from benchmarks import loops as loops_
 from benchmarks import sides as sides_
 from benchmarks.cluster import VARIANTS, BenchCluster, Variant
 from benchmarks.kubeapi import KubeApi
@@ -46,6 +47,8 @@ class Options:
     repeats: int = 3
     variants: tuple[str, ...] = ('status', 'plain')
     sides: tuple[str, ...] = sides_.SIDES
+    # The first loop runs every scenario; each other one runs the bursts again on both frameworks (for the CPU).
+    loops: tuple[str, ...] = loops_.LOOPS
     baseline_objects: int = 100
     # The rate sweep's objects per second (empty: not run): steps of ~1.4 times, so that "0.8 times the bound"
     # can be told from "equal"; up to past the saturation of the API server itself on a 2-core machine.
@@ -62,20 +65,21 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
     load_at_start = os.getloadavg()
     available: dict[str, sides_.Side] = {}
     unavailable: dict[str, str] = {}
-    for name in options.sides:
-        progress(f'Preparing the side: {name}')
+    for loop, name in _loops_and_sides(options):
+        progress(f'Preparing the side: {name} on {loop}')
         try:
-            available[name] = sides_.make_side(name)
+            available[_side_key(name, loop, options)] = sides_.make_side(name, loop)
         except sides_.SideUnavailable as e:
-            unavailable[name] = str(e)
+            unavailable[_side_key(name, loop, options)] = str(e)
             progress(f'  unavailable: {e}')
 
     options.work_dir.mkdir(parents=True, exist_ok=True)
     progress('Starting the local control plane')
     with BenchCluster(options.work_dir / 'cluster') as cluster:
-        versions = {name: side.version for name, side in available.items()}
+        versions = {name: side.version for name, side in available.items() if side.loop == options.loops[0]}
         versions.update(cluster.describe())
         versions['upstream_reported'] = _upstream_reported_version(available.get('upstream'))
+        versions['event_loops'] = _describe_loops(options)
         baselines: dict[str, Figures] = {}
         runs: list[Record] = []
         interrupted = False
@@ -109,14 +113,16 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
             baselines[variant_name] = await baseline(api, VARIANTS[variant_name], f'baseline-{variant_name}',
                                                      options.baseline_objects, options.settings)
         for repeat in range(options.repeats):
-            turns = sides[repeat % len(sides):] + sides[:repeat % len(sides)] if sides else []
-            for kind in _kinds(options):
+            for kind, loop in _kinds(options):
+                on_loop = [side for side in sides if side.loop == loop]
+                turns = on_loop[repeat % len(on_loop):] + on_loop[:repeat % len(on_loop)] if on_loop else []
                 for variant_name in options.variants:
                     for side in turns:
                         if kind == 'defaults' and not side.is_framework:
                             continue  # the bound has no defaults to compare
                         variant = VARIANTS[variant_name]
-                        progress(f'[repeat {repeat + 1}/{options.repeats}] {kind}, {variant.name}, {side.name}')
+                        progress(f'[repeat {repeat + 1}/{options.repeats}] {kind}, {variant.name}, {side.name}'
+                                 f' on {side.loop}')
                         started = time.monotonic()
                         records = await _run_session(kind, options, cluster, api, side, variant, repeat)
                         for record in records:
@@ -129,7 +135,7 @@ async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.S
 async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: KubeApi,
                        side: sides_.Side, variant: Variant, repeat: int) -> list[Record]:
     """One operator session in a fresh namespace: its scenarios in order, until one fails."""
-    namespace = f'{kind}-{variant.name}-{side.name}-{repeat}'
+    namespace = f'{kind}-{variant.name}-{side.name}-{side.loop}-{repeat}'
     settings = dataclasses.replace(options.settings, posting_loggers=None) if kind == 'defaults' else options.settings
     session = Session(cluster, api, side=side, variant=variant, namespace=namespace,
                       logs_dir=options.work_dir / 'logs', settings=settings)
@@ -138,6 +144,8 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
     extra: Record = {'rate': rates[kind]} if kind in rates else {}  # a step of the rate sweep: its rate
     if kind in rates:
         steps = [('rates', lambda: _started_then(session, rate_step(session, rates[kind], options.rate_seconds)))]
+    elif kind == 'churn' and side.loop != options.loops[0]:  # only the burst again, on the other loop
+        steps = [('burst', lambda: _started_then(session, burst(session, options.objects)))]
     elif kind == 'churn':
         steps = [('lifecycle', lambda: _started_then(session, lifecycle(session))),
                  ('burst', lambda: burst(session, options.objects))]
@@ -155,14 +163,17 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
     try:
         async with session:
             for scenario, step in steps:
-                record: Record = {'scenario': scenario, 'variant': variant.name, 'side': side.name,
+                record: Record = {'scenario': loops_.scenario_on(scenario, side.loop, options.loops),
+                                  'variant': variant.name, 'side': side.name, 'loop': side.loop,
                                   'repeat': repeat, 'namespace': namespace, 'log': str(session.log_path), **extra}
                 records.append(record)
                 if failure is not None:
                     record.update(ok=False, error=f'Not run: {failure}')
                     continue
                 try:
-                    record.update(ok=True, figures=await step())
+                    figures = await step()
+                    sides_.check_loop(side, session.log_path)
+                    record.update(ok=True, figures=figures)
                 except Exception as e:
                     failure = f'{scenario} failed'
                     record.update(ok=False, error=_describe_error(e), log_tail=_log_tail(session))
@@ -170,14 +181,19 @@ async def _run_session(kind: str, options: Options, cluster: BenchCluster, api: 
         if records:
             records[-1].setdefault('cleanup_error', _describe_error(e))
         else:
-            records.append({'scenario': steps[0][0], 'variant': variant.name, 'side': side.name, 'repeat': repeat,
+            records.append({'scenario': loops_.scenario_on(steps[0][0], side.loop, options.loops),
+                            'variant': variant.name, 'side': side.name, 'loop': side.loop, 'repeat': repeat,
                             'ok': False, 'error': _describe_error(e), **extra})
     return records
 
 
-def _kinds(options: Options) -> list[str]:
-    """The sessions of one repeat, in order; the bigger sizes last, and only when asked for; the rate sweep last."""
-    rate_kinds = [kind_of(rate) for rate in sorted(options.rates)]  # each rate a session per side: no backlog carried
+def _kinds(options: Options) -> list[tuple[str, str]]:
+    """
+    The sessions of one repeat with their loops, in order: the bigger sizes last, and only when asked for;
+    then the bursts on the other loops; the rate sweep last.
+    """
+    primary = options.loops[0]
+    rate_kinds = [(kind_of(rate), primary) for rate in sorted(options.rates)]  # a session per rate: no backlog
     if options.scenario == 'rates':
         return rate_kinds
     kinds = ['churn', 'restart', 'defaults']
@@ -185,7 +201,24 @@ def _kinds(options: Options) -> list[str]:
         kinds.append('large')
     if options.scale_objects:
         kinds.append('scale')
-    return kinds + rate_kinds
+    reruns = [(kind, loop) for loop in options.loops[1:] for kind in loops_.RERUN_KINDS]
+    return [(kind, primary) for kind in kinds] + reruns + rate_kinds
+
+
+def _loops_and_sides(options: Options) -> list[tuple[str, str]]:
+    """The sides to prepare: all on the first loop; the frameworks (not the metrics' side) on the others."""
+    others = [(loop, name) for loop in options.loops[1:] for name in options.sides if name in ('ours', 'upstream')]
+    return [(options.loops[0], name) for name in options.sides] + others
+
+
+def _side_key(name: str, loop: str, options: Options) -> str:
+    return name if loop == options.loops[0] else f'{name} on {loop}'
+
+
+def _describe_loops(options: Options) -> str:
+    primary, others = options.loops[0], options.loops[1:]
+    text = f'every scenario {loops_.describe(primary)}'
+    return text + ''.join(f'; the bursts again {loops_.describe(loop)}' for loop in others)
 
 
 async def _started_then(session: Session, scenario: Awaitable[Figures]) -> Figures:
@@ -205,7 +238,7 @@ async def _prepared_then(session: Session, objects: int) -> Figures:
 
 
 def _describe_error(error: BaseException) -> str:
-    if isinstance(error, (sides_.OperatorDied, asyncio.TimeoutError)):
+    if isinstance(error, (sides_.OperatorDied, sides_.WrongLoop, asyncio.TimeoutError)):
         return f'{type(error).__name__}: {error}'
     return ''.join(traceback.format_exception_only(type(error), error)).strip()
 

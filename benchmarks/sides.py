@@ -13,8 +13,17 @@ The sides compared, each run as its own operator process and observed from outsi
 The framework sides run the very same file, ``bench_operator.py``, with
 ``--standalone -n <namespace>``. The process's CPU time and peak RSS are read
 with psutil (and the kernel's own high-water mark of RSS where there is one).
+
+The event loop of the framework sides is chosen for both alike, as ``kopf run``
+chooses it (uvloop's if it can be imported, asyncio's own otherwise):
+
+- ``asyncio``: uvloop is hidden from the operator's interpreter (``without_uvloop/``
+  first on its path, where ``import uvloop`` raises ``ImportError``);
+- ``uvloop``: installed for both (in this environment; for upstream, in an
+  environment of its own with ``kopf[uvloop]``).
 """
 import dataclasses
+import importlib.util
 import os
 import pathlib
 import re
@@ -28,6 +37,7 @@ import urllib.request
 
 import psutil
 
+from benchmarks.loops import LOOPS
 from integration import upstream
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -35,6 +45,8 @@ OPERATOR_FILE = pathlib.Path(__file__).resolve().parent / 'bench_operator.py'
 UPSTREAM_VERSION = upstream.UPSTREAM_VERSION
 SIDES = ('ours', 'upstream', 'bare')  # the default ones
 ALL_SIDES = (*SIDES, 'ours-metrics')
+WITHOUT_UVLOOP = pathlib.Path(__file__).resolve().parent / 'without_uvloop'
+LOOP_LINE = re.compile(r'Event loop: (\w+)')  # logged by bench_operator.py at the start
 _RSS_POLL_INTERVAL = 0.1
 SCRAPE_INTERVAL = 1.0
 
@@ -50,6 +62,7 @@ class Side:
     version: str
     is_framework: bool = True
     metrics: bool = False  # served with --metrics and scraped while running
+    loop: str = 'asyncio'  # the event loop of a framework side (the bound keeps asyncio's own)
 
     def command(self, namespace: str) -> list[str]:
         if self.is_framework:
@@ -57,17 +70,22 @@ class Side:
         return [*self.argv, '--namespace', namespace]
 
 
-def make_side(name: str) -> Side:
-    if name == 'ours':
-        return Side('ours', (_ours_kopf(), 'run'), version=_our_versions())
-    if name == 'ours-metrics':
-        return Side('ours-metrics', (_ours_kopf(), 'run'), version=_our_versions(), metrics=True)
+def make_side(name: str, loop: str = 'asyncio') -> Side:
+    if loop not in LOOPS:
+        raise ValueError(f'Unknown event loop: {loop!r}; expected one of {LOOPS}')
+    if name in ('ours', 'ours-metrics'):
+        if loop == 'uvloop' and importlib.util.find_spec('uvloop') is None:
+            raise SideUnavailable('uvloop is not installed in this environment (the bench environment lists it: '
+                                  'recreate it with `hatch env remove bench`).')
+        return Side(name, (_ours_kopf(), 'run'), version=_our_versions(), metrics=name == 'ours-metrics', loop=loop)
     if name == 'upstream':
         try:
-            executable = upstream.ensure_upstream(UPSTREAM_VERSION)
+            executable = upstream.ensure_upstream(UPSTREAM_VERSION, extras=('uvloop',) if loop == 'uvloop' else ())
         except RuntimeError as e:
             raise SideUnavailable(str(e)) from e
-        return Side('upstream', (str(executable), 'run'), version=f'kopf=={UPSTREAM_VERSION}')
+        return Side('upstream', (str(executable), 'run'), version=f'kopf=={UPSTREAM_VERSION}', loop=loop)
+    if loop != 'asyncio':
+        raise SideUnavailable(f'The side {name!r} runs on asyncio\'s own loop only.')
     if name == 'bare':
         return Side('bare', (sys.executable, '-m', 'benchmarks.bare'), version='aiohttp only', is_framework=False)
     raise ValueError(f'Unknown side: {name!r}; expected one of {ALL_SIDES}')
@@ -95,6 +113,10 @@ class OperatorDied(Exception):
     pass
 
 
+class WrongLoop(Exception):
+    """The operator did not run on the event loop its side was to run on."""
+
+
 class OperatorProcess:
     """One operator process of a side; its output goes to a log file; its resources are sampled."""
 
@@ -107,6 +129,8 @@ class OperatorProcess:
             self.argv.append(f'--metrics={self.metrics_url}')
         self.scrapes = 0
         self.env = dict(os.environ, KOPF_BENCH_PLURAL=plural, **env)
+        if side.is_framework and side.loop == 'asyncio':
+            self.env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(WITHOUT_UVLOOP), self.env.get('PYTHONPATH')]))
         self.log_path = log_path
         self.started_at = 0.0
         self._popen: subprocess.Popen[bytes] | None = None
@@ -190,6 +214,19 @@ class OperatorProcess:
                 self.scrapes += 1
             except OSError:  # not yet listening, or already gone
                 pass
+
+
+def check_loop(side: Side, log_path: pathlib.Path) -> None:
+    """Fail unless every start in the log reported the side's event loop (not only was meant to use it)."""
+    if not side.is_framework:
+        return
+    try:
+        found = LOOP_LINE.findall(log_path.read_text(errors='replace'))
+    except FileNotFoundError:
+        found = []
+    if not found or any(loop != side.loop for loop in found):
+        raise WrongLoop(f'The {side.name} operator was to run on {side.loop}; '
+                        f'its log reports {", ".join(found) or "no event loop"}.')
 
 
 def _free_port() -> int:

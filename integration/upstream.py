@@ -56,10 +56,17 @@ def _exclusive_lock(path: pathlib.Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def ensure_upstream(version: str = UPSTREAM_VERSION) -> pathlib.Path:
-    """The ``kopf`` executable of upstream Kopf of that version; installed on first use."""
+def ensure_upstream(version: str = UPSTREAM_VERSION, *, extras: Sequence[str] = ()) -> pathlib.Path:
+    """
+    The ``kopf`` executable of upstream Kopf of that version; installed on first use.
+
+    With extras (e.g. ``uvloop``), in an environment of its own (``1.45.2+uvloop``),
+    so that the plain one stays as the migration tests know it.
+    """
     cache_dir = get_cache_dir()
-    target = cache_dir / version
+    name = '+'.join([version, *sorted(extras)])
+    requirement = f"kopf[{','.join(sorted(extras))}]=={version}" if extras else f'kopf=={version}'
+    target = cache_dir / name
     executable = target / 'bin' / 'kopf'
     # Venvs hard-code their path in the scripts' shebangs, so one cannot be built elsewhere and
     # renamed into place: it is built at its final path, and a marker says it is complete.
@@ -70,17 +77,17 @@ def ensure_upstream(version: str = UPSTREAM_VERSION) -> pathlib.Path:
         if marker.exists():  # another process has installed it while we waited
             return executable
         shutil.rmtree(target, ignore_errors=True)  # a leftover of an interrupted installation
-        log_path = cache_dir / f'{version}.install.log'
+        log_path = cache_dir / f'{name}.install.log'
         try:
             with log_path.open('w') as log:
                 subprocess.run([find_base_python(), '-m', 'venv', str(target)],
                                stdout=log, stderr=subprocess.STDOUT, check=True)
                 subprocess.run([str(target / 'bin' / 'python'), '-m', 'pip', 'install', '--quiet',
-                                '--disable-pip-version-check', f'kopf=={version}'],
+                                '--disable-pip-version-check', requirement],
                                stdout=log, stderr=subprocess.STDOUT, check=True)
         except subprocess.CalledProcessError as e:
             shutil.rmtree(target, ignore_errors=True)
-            raise RuntimeError(f"Cannot install upstream Kopf {version} into {target}; see {log_path}") from e
+            raise RuntimeError(f"Cannot install upstream {requirement} into {target}; see {log_path}") from e
         if not executable.exists():
             raise RuntimeError(f"Upstream Kopf {version} is installed into {target}, but has no {executable}.")
         marker.write_text(version)

@@ -63,9 +63,10 @@ def test_the_rates_are_parsed_ascending_and_checked() -> None:
 def test_each_rate_is_a_session_of_its_own_after_the_others() -> None:
     assert kind_of(2.5) == 'rate-2p5' and rate_of('rate-2p5') == 2.5
     alone = runner.Options(rates=(10.0, 5.0), scenario='rates')
-    assert runner._kinds(alone) == ['rate-5', 'rate-10']
-    everything = runner.Options(rates=(5.0,), large_objects=0, scale_objects=0)
-    assert runner._kinds(everything) == ['churn', 'restart', 'defaults', 'rate-5']
+    assert runner._kinds(alone) == [('rate-5', 'asyncio'), ('rate-10', 'asyncio')]
+    everything = runner.Options(rates=(5.0,), large_objects=0, scale_objects=0, loops=('asyncio',))
+    assert runner._kinds(everything) == [('churn', 'asyncio'), ('restart', 'asyncio'), ('defaults', 'asyncio'),
+                                         ('rate-5', 'asyncio')]
 
 
 # --- The creator ---

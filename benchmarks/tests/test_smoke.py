@@ -26,6 +26,8 @@ SCENARIOS = {
     'burst-defaults': ('wall_s', 'cpu_per_object_ms', 'events_per_object'),
     'burst-large': ('wall_s', 'create_action_s', 'cpu_per_object_ms', 'create_latency_p99_ms'),
     'scale': ('peak_rss_mib', 'cpu_s', 'initial_wall_s'),
+    'burst-uvloop': ('wall_s', 'cpu_per_object_ms', 'peak_rss_mib', 'create_latency_p99_ms'),
+    'burst-defaults-uvloop': ('wall_s', 'cpu_per_object_ms', 'peak_rss_mib'),
 }
 
 
