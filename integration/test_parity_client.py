@@ -81,10 +81,14 @@ class ConnectProxy:
         while not self._stopped.is_set():
             readable, _, _ = select.select(list(peers), [], [], 0.5)
             for sock in readable:
-                data = sock.recv(65536)
+                try:
+                    data = sock.recv(65536)
+                    if data:
+                        peers[sock].sendall(data)
+                except ConnectionError:  # either side reset it (e.g. an operator that stops): the tunnel ends
+                    return
                 if not data:
                     return
-                peers[sock].sendall(data)
 
 
 @pytest.fixture

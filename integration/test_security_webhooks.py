@@ -487,7 +487,9 @@ def test_large_reviews_do_not_stall_the_operator(
 
     lags = [lag for moment, lag in read_lags(tmp_path / 'lag.txt') if started <= moment <= finished]
     assert [status for status, _ in replies] == [200] * 4
-    assert max(lags, default=0) < 0.05, f"The operator's event loop lagged by {max(lags):.3f}s of CPU."
+    # json.loads() of such a review on the loop holds it for 0.2 s of CPU here, each; sliced, parsed and freed,
+    # the loop ticks within 0.03 s here, and within ~3 times that on a loaded VM (whole-suite runs).
+    assert max(lags, default=0) < 0.1, f"The operator's event loop lagged by {max(lags):.3f}s of CPU."
 
 
 def read_lags(path: pathlib.Path) -> list[tuple[float, float]]:

@@ -81,6 +81,11 @@ class JsonParser:
     def __init__(self) -> None:
         self._large = asyncio.Lock()  # one large body at a time: the lag is one slice, not one per body
 
+    @property
+    def slicing(self) -> asyncio.Lock:
+        """Held while a large body is parsed: whatever else works in slices takes turns with it."""
+        return self._large
+
     async def parse(self, raw: bytes) -> Any:
         if len(raw) <= INLINE_SIZE and raw.count(b'[') + raw.count(b'{') <= C_DEPTH:
             return json.loads(raw)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional
 
 import aiohttp.web
 
-from kopf_webhooks import _parsing
+from kopf_webhooks import _dismantling, _parsing
 
 if TYPE_CHECKING:
     from kopf import WebhookFn
@@ -45,32 +45,46 @@ def build_handler(fn: WebhookFn, *, parser: _parsing.JsonParser, body_timeout: f
     The route's ``webhook`` part is the rest of the path after the root path
     (URL-decoded by aiohttp); it is absent or empty for the root itself.
     The body must arrive within ``body_timeout`` seconds after the head.
+    Large reviews are freed in slices once answered, as they are parsed.
     """
+    dismantler = _dismantling.Dismantler(parser.slicing)  # taking turns with the parsing of large bodies
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         webhook = request.match_info.get('webhook', '').strip('/') or None
-        payload = await _parse_review(request, parser=parser, body_timeout=body_timeout)
+        payload, large = await _parse_review(request, parser=parser, body_timeout=body_timeout)
         try:
-            response = await fn(
-                payload,
-                webhook=webhook,
-                headers=request.headers,
-                sslpeer=_get_sslpeer(request),
-            )
-        except ValueError as e:  # the framework's verdict on the payload: a malformed review
-            raise aiohttp.web.HTTPBadRequest(text=f"The admission review is malformed: {e}") from e
-        except RecursionError as e:  # the framework's recursive processing of a deeply nested review
-            logger.error(f"Admission request to {request.path!r} is nested too deeply to be served.")
-            raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
-        except Exception as e:
-            logger.exception(f"Admission request to {request.path!r} failed to be served.")
-            raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
-        return aiohttp.web.json_response(response)
+            return await _serve(fn, request, payload, webhook=webhook)
+        finally:
+            if large:
+                dismantler.dismantle_later(payload)
 
     return handle
 
 
-async def _parse_review(request: aiohttp.web.Request, *, parser: _parsing.JsonParser, body_timeout: float) -> Any:
+async def _serve(fn: WebhookFn, request: aiohttp.web.Request, payload: Any, *,
+                 webhook: Optional[str]) -> aiohttp.web.StreamResponse:
+    try:
+        response = await fn(
+            payload,
+            webhook=webhook,
+            headers=request.headers,
+            sslpeer=_get_sslpeer(request),
+        )
+    except ValueError as e:  # the framework's verdict on the payload: a malformed review
+        raise aiohttp.web.HTTPBadRequest(text=f"The admission review is malformed: {e}") from e
+    except RecursionError as e:  # the framework's recursive processing of a deeply nested review
+        logger.error(f"Admission request to {request.path!r} is nested too deeply to be served.")
+        raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
+    except Exception as e:
+        logger.exception(f"Admission request to {request.path!r} failed to be served.")
+        raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
+    return aiohttp.web.json_response(response)
+
+
+async def _parse_review(
+        request: aiohttp.web.Request, *, parser: _parsing.JsonParser, body_timeout: float,
+) -> tuple[Any, bool]:
+    """The review, and whether it is large (parsed in slices, to be freed in slices too)."""
     try:
         raw = await asyncio.wait_for(request.read(), timeout=body_timeout)
     except aiohttp.web.HTTPRequestEntityTooLarge as e:
@@ -89,7 +103,7 @@ async def _parse_review(request: aiohttp.web.Request, *, parser: _parsing.JsonPa
         raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
     if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):
         raise aiohttp.web.HTTPBadRequest(text="The admission review must be a JSON object with a 'request' object.")
-    return payload
+    return payload, len(raw) > _parsing.INLINE_SIZE
 
 
 def _get_sslpeer(request: aiohttp.web.Request) -> Optional[Mapping[str, Any]]:
