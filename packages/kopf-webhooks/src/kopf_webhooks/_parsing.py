@@ -86,8 +86,13 @@ class JsonParser:
         """Held while a large body is parsed: whatever else works in slices takes turns with it."""
         return self._large
 
+    @staticmethod
+    def is_large(raw: bytes) -> bool:
+        """Whether the body is parsed in slices (and so is to be freed in slices too)."""
+        return len(raw) > INLINE_SIZE or raw.count(b'[') + raw.count(b'{') > C_DEPTH
+
     async def parse(self, raw: bytes) -> Any:
-        if len(raw) <= INLINE_SIZE and raw.count(b'[') + raw.count(b'{') <= C_DEPTH:
+        if not self.is_large(raw):
             return json.loads(raw)
         async with self._large:
             text = raw.decode(json.detect_encoding(raw), 'surrogatepass')  # as json.loads does

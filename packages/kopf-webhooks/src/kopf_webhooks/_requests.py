@@ -103,7 +103,7 @@ async def _parse_review(
         raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
     if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):
         raise aiohttp.web.HTTPBadRequest(text="The admission review must be a JSON object with a 'request' object.")
-    return payload, len(raw) > _parsing.INLINE_SIZE
+    return payload, parser.is_large(raw)
 
 
 def _get_sslpeer(request: aiohttp.web.Request) -> Optional[Mapping[str, Any]]:
