@@ -15,7 +15,8 @@ beyond the client's own retries: an API never reached at all is more likely a
 wrong kubeconfig than an outage, so the operator exits and says so. A CRD being
 deleted keeps its resource served until the CRD is gone, so that the delete
 handlers of its objects run and our finalizers are removed (Kubernetes deletes
-the objects first, and only then the CRD).
+the objects first, and only then the CRD). A CRD established before discovery
+lists its resource is scanned for again a few times, until discovery catches up.
 """
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ class Insights:
         if namespaces is not None and frozenset(namespaces) != self.namespaces:
             self.namespaces = frozenset(namespaces)
             self.changed.set()
+
+
+# Discovery may list a CRD's resource a moment after the CRD is established: scans again after these.
+DISCOVERY_LAG_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def _groups_to_scan(selectors: Collection[references.Selector]) -> Optional[Collection[str]]:
@@ -175,6 +180,50 @@ async def _follow_crds(
             terminated = _track_termination(insights, event.get('type'), event.get('object', {}))
             if event.get('type') is not None or terminated:  # the initial listing is already reflected
                 await _rescan(client=client, registry=registry, insights=insights)
+                await _outwait_discovery(client=client, registry=registry, insights=insights,
+                                         crd=event.get('object', {}))
+
+
+async def _outwait_discovery(
+        *,
+        client: protocols.ApiClient,
+        registry: registries.OperatorRegistry,
+        insights: Insights,
+        crd: Mapping[str, Any],
+) -> None:
+    """
+    Scan again while discovery lags behind an established CRD that a handler wants.
+
+    The CRD's last event (its ``Established`` condition) may come before the
+    API server's discovery lists its resource; no later event would trigger
+    another scan, and the resource would stay unserved until the next CRD change.
+    """
+    for delay in DISCOVERY_LAG_DELAYS:
+        if not _awaited_in_discovery(crd, registry=registry, insights=insights):
+            return
+        await asyncio.sleep(delay)
+        await _rescan(client=client, registry=registry, insights=insights)
+
+
+def _awaited_in_discovery(crd: Mapping[str, Any], *, registry: registries.OperatorRegistry,
+                          insights: Insights) -> bool:
+    """Whether the CRD is established, not being deleted, wanted by a handler, and not served yet."""
+    status = crd.get('status') or {}
+    established = any(c.get('type') == 'Established' and c.get('status') == 'True'
+                      for c in status.get('conditions') or [])
+    if not established or crd.get('metadata', {}).get('deletionTimestamp'):
+        return False
+    spec = crd.get('spec', {})
+    names = spec.get('names', {})
+    group, plural = spec.get('group', ''), names.get('plural', '')
+    if any((r.group, r.plural) == (group, plural) for r in insights.resources):
+        return False
+    defined = [references.Resource(group, version.get('name', ''), plural, kind=names.get('kind'),
+                                   singular=names.get('singular'),
+                                   shortcuts=frozenset(names.get('shortNames') or ()),
+                                   categories=frozenset(names.get('categories') or ()))
+               for version in spec.get('versions') or () if version.get('served')]
+    return any(selector.check(resource) for selector in registry.selectors for resource in defined)
 
 
 def _track_termination(insights: Insights, event_type: Optional[str], crd: Mapping[str, Any]) -> bool:

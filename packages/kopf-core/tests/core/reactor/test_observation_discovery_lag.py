@@ -1,0 +1,105 @@
+"""
+A CRD established before discovery lists its resource: scanned for again until it does.
+
+The CRD's last event is its ``Established`` condition; the API server's discovery
+may list the resource a moment later, and no further CRD event would come.
+"""
+from typing import Any, Collection, Dict, List, Optional
+
+import pytest
+
+import kopf
+from kopf._cogs.structs import references
+from kopf._core.intents import registries
+from kopf._core.reactor import observation
+
+EXAMPLES = references.Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',
+                               namespaced=True, verbs=frozenset({'watch'}))
+ESTABLISHED = {'conditions': [{'type': 'Established', 'status': 'True'}]}
+CRD: Dict[str, Any] = {'metadata': {'name': 'kopfexamples.kopf.dev'},
+                       'spec': {'group': 'kopf.dev', 'names': {'plural': 'kopfexamples', 'kind': 'KopfExample'},
+                                'versions': [{'name': 'v1', 'served': True}]},
+                       'status': ESTABLISHED}
+
+
+class LaggingDiscovery:
+    """Lists nothing for the first ``lag`` scans, then the resources."""
+
+    def __init__(self, *resources: references.Resource, lag: int) -> None:
+        self.resources = resources
+        self.lag = lag
+        self.scans = 0
+
+    async def scan_resources(self, *, groups: Optional[Collection[str]] = None) -> Collection[references.Resource]:
+        self.scans += 1
+        return self.resources if self.scans > self.lag else ()
+
+
+@pytest.fixture(autouse=True)
+def no_delays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(observation, 'DISCOVERY_LAG_DELAYS', (0.0, 0.0, 0.0))
+
+
+def registry_for(name: str) -> registries.OperatorRegistry:
+    registry = registries.OperatorRegistry()
+    kopf.on.event(name, registry=registry)(lambda **_: None)
+    return registry
+
+
+async def outwait(client: LaggingDiscovery, registry: registries.OperatorRegistry,
+                  insights: observation.Insights, crd: Dict[str, Any]) -> None:
+    await observation._outwait_discovery(client=client, registry=registry,  # type: ignore[arg-type]
+                                         insights=insights, crd=crd)
+
+
+async def test_lagging_discovery_is_scanned_until_the_resource_is_served() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=2)
+    insights = observation.Insights()
+    await outwait(client, registry_for('kopfexamples'), insights, CRD)
+    assert insights.resources == {EXAMPLES}
+    assert client.scans == 3
+
+
+async def test_lagging_discovery_is_given_up_after_the_delays() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=100)
+    insights = observation.Insights()
+    await outwait(client, registry_for('kopfexamples'), insights, CRD)
+    assert insights.resources == set()
+    assert client.scans == 3  # one per delay
+
+
+@pytest.mark.parametrize('crd', [
+    pytest.param({**CRD, 'status': {}}, id='not-established'),
+    pytest.param({**CRD, 'status': {'conditions': [{'type': 'Established', 'status': 'False'}]}}, id='establishing'),
+    pytest.param({**CRD, 'metadata': {**CRD['metadata'], 'deletionTimestamp': 'x'}}, id='being-deleted'),
+    pytest.param({**CRD, 'spec': {**CRD['spec'], 'versions': [{'name': 'v1', 'served': False}]}}, id='not-served'),
+])
+async def test_crds_not_ready_to_be_listed_are_not_waited_for(crd: Dict[str, Any]) -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=0)
+    await outwait(client, registry_for('kopfexamples'), observation.Insights(), crd)
+    assert client.scans == 0
+
+
+async def test_crds_of_no_handler_are_not_waited_for() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=0)
+    await outwait(client, registry_for('otherexamples'), observation.Insights(), CRD)
+    assert client.scans == 0
+
+
+async def test_resources_already_served_are_not_waited_for() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=0)
+    insights = observation.Insights()
+    insights.update(resources={EXAMPLES})
+    await outwait(client, registry_for('kopfexamples'), insights, CRD)
+    assert client.scans == 0
+
+
+@pytest.mark.parametrize('name', ['KopfExample', 'kopfexamples.kopf.dev', 'kopfexample'])
+async def test_any_name_of_the_crd_counts(name: str) -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=1)
+    crd: Dict[str, Any] = {**CRD, 'spec': {**CRD['spec'], 'names': {**CRD['spec']['names'], 'singular': 'kopfexample'}}}
+    insights = observation.Insights()
+    await outwait(client, registry_for(name), insights, crd)
+    assert client.scans == 2
+    scanned: List[references.Resource] = sorted(insights.resources, key=repr)
+    assert scanned == [EXAMPLES]
