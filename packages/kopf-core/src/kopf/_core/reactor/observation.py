@@ -213,11 +213,11 @@ def _awaited_in_discovery(crd: Mapping[str, Any], *, registry: registries.Operat
                       for c in status.get('conditions') or [])
     if not established or crd.get('metadata', {}).get('deletionTimestamp'):
         return False
-    spec = crd.get('spec', {})
-    names = spec.get('names', {})
-    group, plural = spec.get('group', ''), names.get('plural', '')
+    group, plural = _crd_key(crd)
     if any((r.group, r.plural) == (group, plural) for r in insights.resources):
         return False
+    spec = crd.get('spec', {})
+    names = spec.get('names', {})
     defined = [references.Resource(group, version.get('name', ''), plural, kind=names.get('kind'),
                                    singular=names.get('singular'),
                                    shortcuts=frozenset(names.get('shortNames') or ()),
@@ -226,11 +226,16 @@ def _awaited_in_discovery(crd: Mapping[str, Any], *, registry: registries.Operat
     return any(selector.check(resource) for selector in registry.selectors for resource in defined)
 
 
+def _crd_key(crd: Mapping[str, Any]) -> Tuple[str, str]:
+    """The (group, plural) of the CRD's resource, as the served resources are compared by it."""
+    spec = crd.get('spec', {})
+    return spec.get('group', ''), spec.get('names', {}).get('plural', '')
+
+
 def _track_termination(insights: Insights, event_type: Optional[str], crd: Mapping[str, Any]) -> bool:
     """Remember the CRDs being deleted and deleted, until created again; say if it changed anything."""
     name = crd.get('metadata', {}).get('name')
-    spec = crd.get('spec', {})
-    key = (spec.get('group', ''), spec.get('names', {}).get('plural', ''))
+    key = _crd_key(crd)
     served = [r for r in insights.resources if (r.group, r.plural) == key]
     if name is None:
         return False
