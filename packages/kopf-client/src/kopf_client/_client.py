@@ -10,11 +10,12 @@ than for network errors that outlived the retries.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, AsyncIterator, Collection, Iterable, Mapping, Optional, Sequence, Union
 
 import kopf
 from kopf import clients
-from kopf_client import _discovery, _retrying, _transport, _watching
+from kopf_client import _discovery, _listing, _retrying, _transport, _watching
 
 
 class AiohttpClient:
@@ -80,11 +81,16 @@ class AiohttpClient:
         if continue_token is not None:
             params['continue'] = continue_token
         path = resource.get_url(namespace=namespace)
-        listing: Mapping[str, Any] = await self._transport.request('GET', path, params=params) or {}
-        metadata: Mapping[str, Any] = listing.get('metadata') or {}
+        # The items are decoded as they are taken: a listing of all objects is never held as parsed dicts.
+        listing: Optional[_listing.Listing] = await self._transport.request('GET', path, params=params,
+                                                                             decoder=_listing.decode_listing)
+        if listing is None:  # an empty body
+            listing = _listing.Listing({}, [])
+        head = listing.head
+        metadata: Mapping[str, Any] = head.get('metadata') or {}
         shard_info: Mapping[str, Any] = metadata.get('shardInfo') or {}
         return clients.ObjectPage(
-            items=[_complete_item(item, resource=resource, listing=listing) for item in listing.get('items') or []],
+            items=listing.map(functools.partial(_complete_item, resource=resource, listing=head)),
             resource_version=str(metadata.get('resourceVersion') or ''),
             continue_token=metadata.get('continue') or None,
             shard_selector=shard_info.get('selector') or None,

@@ -9,7 +9,7 @@ HTML or plain text instead: then the text becomes the message.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import aiohttp
 
@@ -20,20 +20,26 @@ from kopf_client import _jsons, _retrying
 _MAX_MESSAGE_LENGTH = 1000
 
 
-async def read_body(response: aiohttp.ClientResponse) -> tuple[Any, str]:
+Decoder = Callable[[bytes], Any]
+
+
+async def read_body(response: aiohttp.ClientResponse, decoder: Optional[Decoder] = _jsons.loads) -> tuple[Any, str]:
     """
     Read the whole body: the parsed JSON (or ``None``) and, of error responses only, the raw text.
 
     Success responses must be JSON (anything else is a server bug and raises);
-    error responses are parsed leniently, as they can come from intermediaries.
+    they are parsed by the decoder; without one (a stream), they are not read.
+    Error responses are parsed leniently, as they can come from intermediaries.
     The text of a success is never needed: it is not decoded (objects can be large).
     """
+    if decoder is None and response.status < 400:
+        return None, ''
     raw = await response.read()
     text = raw.decode('utf-8', errors='replace') if response.status >= 400 else ''
     if not raw or raw.isspace():
         return None, text
     try:
-        return _jsons.loads(raw), text
+        return (decoder(raw) if decoder is not None and response.status < 400 else _jsons.loads(raw)), text
     except ValueError:
         if response.status >= 400:
             return None, text

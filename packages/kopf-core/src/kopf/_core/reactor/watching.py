@@ -34,6 +34,10 @@ from kopf._core.reactor import permissions, selecting
 
 logger = logging.getLogger('kopf.reactor.watching')
 
+LISTING_ITEMS_PER_TURN = 10
+"""How many listed objects are taken before the event loop gets a turn (the listing's items are decoded as taken)."""
+
+
 def where(namespace: references.Namespace) -> str:
     return 'cluster-wide' if namespace is None else f'in {namespace!r}'
 
@@ -305,10 +309,14 @@ async def _list_as_events(
             listing.seen.clear()
             continue
         stream.shards.confirm(page.shard_selector)
-        for raw in page.items:
+        for index, raw in enumerate(page.items, start=1):
             event = listing.take(raw)
             if event is not None:
                 yield event
+            if index % LISTING_ITEMS_PER_TURN == 0:
+                # Let the workers of the objects taken so far run before more are taken:
+                # a long listing (e.g. of all objects at once) is never in memory as a whole.
+                await asyncio.sleep(0)
         continue_token = page.continue_token
         if not continue_token:
             break
