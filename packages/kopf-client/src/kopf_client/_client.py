@@ -81,11 +81,11 @@ class AiohttpClient:
         if continue_token is not None:
             params['continue'] = continue_token
         path = resource.get_url(namespace=namespace)
-        # The items are decoded as they are taken: a listing of all objects is never held as parsed dicts.
+        # Read in chunks, the items kept as texts and decoded as taken: never all objects parsed at once.
         listing: Optional[_listing.Listing] = await self._transport.request('GET', path, params=params,
-                                                                             decoder=_listing.decode_listing)
+                                                                             reader=_listing.read_listing)
         if listing is None:  # an empty body
-            listing = _listing.Listing({}, [])
+            listing = _listing.Listing({}, _listing.LazyItems([]))
         head = listing.head
         metadata: Mapping[str, Any] = head.get('metadata') or {}
         shard_info: Mapping[str, Any] = metadata.get('shardInfo') or {}

@@ -17,7 +17,7 @@ from typing import Any, Union
 import orjson
 
 
-def loads(data: Union[bytes, bytearray]) -> Any:
+def loads(data: Union[bytes, bytearray, str]) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

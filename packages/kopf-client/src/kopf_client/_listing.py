@@ -1,180 +1,225 @@
 """
-A list response whose items are decoded one by one as they are taken, not all at once.
+A list response read in chunks, its items kept as their texts and decoded one by one as they are taken.
 
 Without pagination (``settings.watching.chunk_size=None``, Kopf's default),
-the initial listing of a resource is one response with all its objects.
-Parsed at once, every object would be in memory as dicts at the same moment,
-several times the size of the response's text, for as long as the listing is
-processed. Here the text is kept, and each item is decoded when it is
-iterated over: an item lives only as long as its consumer holds it.
+the initial listing of a resource is one response with all its objects. Read
+whole and parsed at once, it would be in memory several times over: as the
+received chunks, as the joined body, and as every object's dicts, which take
+several times the size of their text. Here the response is read in chunks;
+each item's text is cut out as soon as it is complete, the chunks are dropped
+as they go, and an item is decoded only when it is iterated over: it lives
+only as long as its consumer holds it.
 
-The result is a full :class:`~typing.Sequence`: iterating decodes lazily (and
-anew on every iteration); ``len()`` and indexing decode all items once.
+The items are a full :class:`~typing.Sequence`: iterating and indexing decode
+(anew every time), ``len()`` does not.
 """
 from __future__ import annotations
 
+import codecs
 import json
 import re
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Sequence, Union, overload
 
+import aiohttp
+
+from kopf_client import _jsons
+
+_CHUNK_SIZE = 64 * 1024
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r'[ \t\n\r]*')
 
+Convert = Callable[[Any], Any]
+Waiting = Generator[None, None, Any]  # a parsing step that may wait for more text (``yield``)
+
 
 class Listing:
-    """A decoded list response: its top-level fields but the items, and the items (decoded as taken)."""
+    """A list response: its top-level fields but the items, and the items (decoded as taken)."""
 
-    def __init__(self, head: Dict[str, Any], items: Sequence[Any]) -> None:
+    def __init__(self, head: Dict[str, Any], items: LazyItems) -> None:
         self.head = head
         self.items = items
 
-    def map(self, convert: Callable[[Any], Any]) -> Sequence[Any]:
-        """The items converted one by one (as they are decoded, if they are decoded as taken)."""
-        if isinstance(self.items, LazyItems):
-            return self.items.mapped(convert)
-        return [convert(item) for item in self.items]
+    def map(self, convert: Convert) -> LazyItems:
+        """The items, each converted after it is decoded."""
+        return LazyItems(self.items.texts, convert)
 
 
 class LazyItems(Sequence[Any]):
-    """
-    The items of a list response's text, decoded when iterated over (anew on every iteration).
+    """The items of a list response as their texts, decoded (and converted) when taken."""
 
-    The fields after the items, if any, are decoded into the head at the end of an iteration.
-    """
-
-    def __init__(self, text: str, start: int, head: Dict[str, Any],
-                 convert: Optional[Callable[[Any], Any]] = None) -> None:
-        self._text = text
-        self._start = start  # right after the array's opening bracket
-        self._head = head
+    def __init__(self, texts: Sequence[str], convert: Optional[Convert] = None) -> None:
+        self.texts = texts
         self._convert = convert
-        self._decoded: Optional[List[Any]] = None
-
-    def mapped(self, convert: Callable[[Any], Any]) -> LazyItems:
-        """The same items, each converted after it is decoded."""
-        return LazyItems(self._text, self._start, self._head, convert)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._decoded) if self._decoded is not None else self._decode()
+        return map(self._decode, self.texts)
 
     def __len__(self) -> int:
-        return len(self._all())
+        return len(self.texts)
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+    def __getitem__(self, index: slice) -> LazyItems: ...
     def __getitem__(self, index: Union[int, slice]) -> Any:
-        return self._all()[index]
+        if isinstance(index, slice):
+            return LazyItems(self.texts[index], self._convert)
+        return self._decode(self.texts[index])
 
     def __eq__(self, other: object) -> bool:
         """Equal to a list (or to lazy items) of equal items, as the list of the items would be."""
-        if isinstance(other, LazyItems):
-            return self._all() == other._all()
-        if isinstance(other, list):
-            return self._all() == other
+        if isinstance(other, (LazyItems, list)):
+            return list(self) == list(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # mutable as a list is
+    __hash__ = None  # type: ignore[assignment]  # as a list's
 
     def __repr__(self) -> str:
-        return f'<{type(self).__name__} of a list response of {len(self._text)} characters>'
+        return f'<{type(self).__name__}: {len(self.texts)} items of a list response>'
 
-    def _all(self) -> List[Any]:
-        if self._decoded is None:
-            self._decoded = list(self._decode())
-        return self._decoded
-
-    def _decode(self) -> Iterator[Any]:
-        items = _iter_array(self._text, self._start)
-        end = yield from (items if self._convert is None else _converted(items, self._convert))
-        _decode_fields(self._text, end, into=self._head)
+    def _decode(self, text: str) -> Any:
+        item = _jsons.loads(text)
+        return item if self._convert is None else self._convert(item)
 
 
-def decode_listing(raw: bytes) -> Listing:
+async def read_listing(response: aiohttp.ClientResponse) -> Optional[Listing]:
+    """Read a list response in chunks; ``None`` if its body is empty. Malformed JSON raises ``ValueError``."""
+    splitter = Splitter()
+    decoder = codecs.getincrementaldecoder('utf-8')()
+    async for chunk in response.content.iter_chunked(_CHUNK_SIZE):
+        splitter.feed(decoder.decode(chunk))
+    return splitter.finish(decoder.decode(b'', final=True))
+
+
+def decode_listing(text: str) -> Optional[Listing]:
+    """A list response's whole text (e.g. in tests): the same as if it came in chunks."""
+    return Splitter().finish(text)
+
+
+class Splitter:
     """
-    Decode a list response: its items lazily if they come after the list's metadata.
+    Parse a list response's text fed in parts: the top-level fields, and the items' texts.
 
-    The API server always sends the metadata first. If a response does not
-    (its metadata after the items), it is decoded at once as a whole, so the
-    result is the same either way. Malformed JSON fails here, or, within and
-    after the items, when they are iterated over.
+    The parsing is a generator that waits (``yield``) where the text fed so far
+    ends within a value; only the text from that value's start is kept.
+    A value is tried again only when its available text has doubled, so that a
+    large item coming in many small parts is not parsed over and over.
     """
-    text = raw.decode('utf-8')
-    pos = _skip(text, 0)
-    if not text.startswith('{', pos):
-        raise json.JSONDecodeError("A list response is not a JSON object", text, pos)
-    head: Dict[str, Any] = {}
-    pos = _skip(text, pos + 1)
-    if not text.startswith('}', pos):
-        while True:
-            key, pos = _decode_key(text, pos)
-            if key == 'items' and 'metadata' in head and text.startswith('[', pos):
-                return Listing(head, LazyItems(text, pos + 1, head))
-            head[key], pos = _DECODER.raw_decode(text, pos)
-            pos = _skip(text, pos)
-            if text.startswith('}', pos):
-                break
-            pos = _skip(text, _expect(text, pos, ','))
-    _expect_end(text, pos + 1)
-    return Listing(head, head.pop('items', None) or [])
 
+    def __init__(self) -> None:
+        self.head: Dict[str, Any] = {}
+        self.texts: List[str] = []
+        self._text = ''
+        self._keep = 0  # where the text still needed starts (the value being waited for)
+        self._final = False
+        self._empty = True  # nothing but whitespace so far
+        self._parsing = self._parse()
+        next(self._parsing)
 
-def _converted(items: Generator[Any, None, int], convert: Callable[[Any], Any]) -> Generator[Any, None, int]:
-    """The items converted one by one, and the generator's result as it is."""
-    while True:
+    def feed(self, text: str) -> None:
+        self._empty = self._empty and (not text or text.isspace())
+        self._text = self._text[self._keep:] + text
+        self._keep = 0
         try:
-            item = next(items)
-        except StopIteration as stop:
-            end: int = stop.value
-            return end
-        yield convert(item)
+            self._parsing.send(None)
+        except StopIteration:
+            pass
 
+    def finish(self, text: str = '') -> Optional[Listing]:
+        """The listing from all the text fed (``None`` if it is empty); it raises if incomplete or malformed."""
+        self._final = True
+        if self._empty and (not text or text.isspace()):
+            return None
+        self.feed(text)
+        return Listing(self.head, LazyItems(self.texts))
 
-def _iter_array(text: str, pos: int) -> Generator[Any, None, int]:
-    """Decode an array's items from right after its opening bracket; return the offset after it."""
-    pos = _skip(text, pos)
-    if text.startswith(']', pos):
-        return pos + 1
-    while True:
-        item, pos = _DECODER.raw_decode(text, pos)
-        yield item
-        pos = _skip(text, pos)
-        if text.startswith(']', pos):
+    def _parse(self) -> Waiting:
+        yield  # until the first text
+        pos = yield from self._expect(0, '{')
+        pos = yield from self._next(pos)
+        if self._text[pos] != '}':
+            while True:
+                pos = yield from self._field(pos)
+                pos = yield from self._next(pos)
+                if self._text[pos] == '}':
+                    break
+                pos = yield from self._expect(pos, ',')
+        yield from self._end(pos + 1)
+
+    def _field(self, pos: int) -> Waiting:
+        """One top-level field: the items' texts, or any other field's value into the head."""
+        pos = yield from self._next(pos)
+        if self._text[pos] != '"':
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes", self._text, pos)
+        key, _, pos = yield from self._value(pos)
+        pos = yield from self._expect(pos, ':')
+        pos = yield from self._next(pos)
+        if key == 'items' and self._text[pos] == '[':
+            return (yield from self._items(pos + 1))
+        self.head[key], _, pos = yield from self._value(pos)
+        return pos
+
+    def _items(self, pos: int) -> Waiting:
+        """The items' texts, from right after the array's opening bracket; the offset after it."""
+        pos = yield from self._next(pos)
+        if self._text[pos] == ']':
             return pos + 1
-        pos = _skip(text, _expect(text, pos, ','))
+        while True:
+            _, start, pos = yield from self._value(pos)
+            self.texts.append(self._text[start:pos])
+            pos = yield from self._next(pos)
+            if self._text[pos] == ']':
+                return pos + 1
+            pos = yield from self._expect(pos, ',')
 
+    def _value(self, pos: int) -> Waiting:
+        """A value at the next non-whitespace: ``(value, start, end)``."""
+        pos = yield from self._next(pos)
+        tried = 0  # the text available at the last attempt
+        while True:
+            if self._final or len(self._text) - pos >= 2 * tried:
+                try:
+                    value, end = _DECODER.raw_decode(self._text, pos)
+                except json.JSONDecodeError:
+                    if self._final:
+                        raise
+                else:
+                    # A number (or a literal) at the end of the text so far may go on in the next part.
+                    if self._final or end < len(self._text) or self._text[end - 1] in '"]}':
+                        return value, pos, end
+                tried = len(self._text) - pos
+            pos = yield from self._wait(pos)
 
-def _decode_fields(text: str, pos: int, *, into: Dict[str, Any]) -> None:
-    """Decode the rest of an object's fields after a value, up to the end of the text."""
-    pos = _skip(text, pos)
-    while not text.startswith('}', pos):
-        key, pos = _decode_key(text, _skip(text, _expect(text, pos, ',')))
-        into[key], pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-    _expect_end(text, pos + 1)
+    def _next(self, pos: int) -> Waiting:
+        """The offset of the next non-whitespace character."""
+        while True:
+            match = _SPACE.match(self._text, pos)
+            pos = match.end() if match is not None else pos
+            if pos < len(self._text):
+                return pos
+            if self._final:
+                raise json.JSONDecodeError("Unexpected end of a list response", self._text, pos)
+            pos = yield from self._wait(pos)
 
+    def _expect(self, pos: int, char: str) -> Waiting:
+        pos = yield from self._next(pos)
+        if self._text[pos] != char:
+            raise json.JSONDecodeError(f"Expecting {char!r}", self._text, pos)
+        return pos + 1
 
-def _decode_key(text: str, pos: int) -> Tuple[str, int]:
-    """A field's name and the offset of its value."""
-    if not text.startswith('"', pos):
-        raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, pos)
-    key, pos = _DECODER.raw_decode(text, pos)
-    return key, _skip(text, _expect(text, _skip(text, pos), ':'))
+    def _end(self, pos: int) -> Waiting:
+        """Nothing but whitespace after the response's object."""
+        while True:
+            match = _SPACE.match(self._text, pos)
+            pos = match.end() if match is not None else pos
+            if pos < len(self._text):
+                raise json.JSONDecodeError("Extra data", self._text, pos)
+            if self._final:
+                return None
+            pos = yield from self._wait(pos)
 
-
-def _expect(text: str, pos: int, char: str) -> int:
-    if not text.startswith(char, pos):
-        raise json.JSONDecodeError(f"Expecting {char!r} delimiter", text, pos)
-    return pos + 1
-
-
-def _expect_end(text: str, pos: int) -> None:
-    if _skip(text, pos) != len(text):
-        raise json.JSONDecodeError("Extra data", text, _skip(text, pos))
-
-
-def _skip(text: str, pos: int) -> int:
-    """The offset of the next non-whitespace character (JSON's whitespace only)."""
-    match = _SPACE.match(text, pos)
-    return match.end() if match is not None else pos
+    def _wait(self, pos: int) -> Generator[None, None, int]:
+        """Wait for more text; the text from ``pos`` on is kept, so ``pos`` is then the start (0)."""
+        self._keep = pos
+        yield
+        return 0

@@ -9,7 +9,7 @@ HTML or plain text instead: then the text becomes the message.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Awaitable, Callable, Mapping, Optional
 
 import aiohttp
 
@@ -20,30 +20,32 @@ from kopf_client import _jsons, _retrying
 _MAX_MESSAGE_LENGTH = 1000
 
 
-Decoder = Callable[[bytes], Any]
+BodyReader = Callable[[aiohttp.ClientResponse], Awaitable[Any]]
 
 
-async def read_body(response: aiohttp.ClientResponse, decoder: Optional[Decoder] = _jsons.loads) -> tuple[Any, str]:
-    """
-    Read the whole body: the parsed JSON (or ``None``) and, of error responses only, the raw text.
-
-    Success responses must be JSON (anything else is a server bug and raises);
-    they are parsed by the decoder; without one (a stream), they are not read.
-    Error responses are parsed leniently, as they can come from intermediaries.
-    The text of a success is never needed: it is not decoded (objects can be large).
-    """
-    if decoder is None and response.status < 400:
-        return None, ''
+async def read_json(response: aiohttp.ClientResponse) -> Any:
+    """The whole body of a success parsed as JSON, or ``None`` if empty; not JSON is a server bug and raises."""
     raw = await response.read()
-    text = raw.decode('utf-8', errors='replace') if response.status >= 400 else ''
-    if not raw or raw.isspace():
-        return None, text
+    return None if not raw or raw.isspace() else _jsons.loads(raw)
+
+
+async def read_body(response: aiohttp.ClientResponse, reader: Optional[BodyReader] = read_json) -> tuple[Any, str]:
+    """
+    Read the body: the payload of a success, or of an error its parsed JSON (or ``None``) and its text.
+
+    A success's body is read by the reader (by default, parsed as JSON); without
+    a reader (a stream), it is not read here. Error responses are parsed leniently,
+    as they can come from intermediaries. The text of a success is never needed:
+    it is not decoded (objects can be large).
+    """
+    if response.status < 400:
+        return (await reader(response) if reader is not None else None), ''
+    raw = await response.read()
+    text = raw.decode('utf-8', errors='replace')
     try:
-        return (decoder(raw) if decoder is not None and response.status < 400 else _jsons.loads(raw)), text
+        return (_jsons.loads(raw) if raw and not raw.isspace() else None), text
     except ValueError:
-        if response.status >= 400:
-            return None, text
-        raise
+        return None, text
 
 
 def make_error(

@@ -101,12 +101,12 @@ class Transport:
             content_type: Optional[str] = None,
             retry_server_errors: bool = True,
             backoffs: Optional[Iterable[float]] = None,
-            decoder: _responses.Decoder = _jsons.loads,
+            reader: _responses.BodyReader = _responses.read_json,
     ) -> Any:
         """
         Send a regular request and return its parsed JSON body (or ``None`` if empty).
 
-        ``decoder`` parses a successful response's body (e.g. a listing's items lazily).
+        ``reader`` reads a successful response's body (e.g. a listing's items as their texts).
 
         ``retry_server_errors=False`` makes 5xx escalate at once (network
         errors are still retried): for requests where a 5xx is a definitive
@@ -120,7 +120,7 @@ class Transport:
         try:
             reply = await self._send(method, path, params=params, body=body, content_type=content_type,
                                      timeout=timeout, stream=False, retry_server_errors=retry_server_errors,
-                                     backoffs=backoffs, decoder=decoder)
+                                     backoffs=backoffs, reader=reader)
         finally:
             self._concurrency.release()
         return reply.payload
@@ -160,7 +160,7 @@ class Transport:
             stream: bool,
             retry_server_errors: bool,
             backoffs: Optional[Iterable[float]] = None,
-            decoder: _responses.Decoder = _jsons.loads,
+            reader: _responses.BodyReader = _responses.read_json,
     ) -> Reply:
         """
         Send the request until it succeeds or there is nothing left to retry (see the module's docstring).
@@ -183,7 +183,7 @@ class Transport:
                 continue
             received = await self._request(
                 key, info, lease, budget, what, method, url,
-                params=params, data=data, headers=headers, timeout=timeout, stream=stream, decoder=decoder)
+                params=params, data=data, headers=headers, timeout=timeout, stream=stream, reader=reader)
             if received is None:
                 continue
             response, payload, text = received
@@ -225,7 +225,7 @@ class Transport:
             headers: Dict[str, str],
             timeout: aiohttp.ClientTimeout,
             stream: bool,
-            decoder: _responses.Decoder,
+            reader: _responses.BodyReader,
     ) -> Optional[tuple[aiohttp.ClientResponse, Any, str]]:
         """
         One attempt: the response with its payload & text (read unless a successful stream).
@@ -238,7 +238,7 @@ class Transport:
         try:
             response = await lease.session.request(
                 method, url, params=params, data=data, headers=headers, timeout=timeout, proxy=lease.proxy)
-            payload, text = await _responses.read_body(response, None if stream else decoder)
+            payload, text = await _responses.read_body(response, None if stream else reader)
         except _retrying.NETWORK_ERRORS as exc:
             kopf.metrics.record_api_request('WATCH' if stream else method, 'error', time.monotonic() - started)
             await self._finish(response, lease)
