@@ -4,7 +4,7 @@ import collections
 import pytest
 
 from benchmarks.kubeapi import Tally
-from benchmarks.metrics import events_posted, group_requests, subtract_tally, total
+from benchmarks.metrics import events_posted, group_requests, is_activity, subtract_tally, total
 from kopf_testing.controlplane import RequestKey
 
 
@@ -60,3 +60,15 @@ def test_posted_events_are_counted_over_all_verbs() -> None:
 
 def test_totals_leave_out_non_resource_requests() -> None:
     assert total({'GET /apis': 1, 'GET /api': 1, 'LIST benchmarkeds': 1}) == 1
+
+
+@pytest.mark.parametrize('requests, expected', [
+    ({}, False),
+    ({'GET /apis': 1, 'GET /openapi/v3': 2}, False),  # the controller manager's discovery, at any moment
+    ({'WATCH benchmarkeds': 1}, False),  # counted when it ends, not when the operator works
+    ({'LIST benchmarkeds': 1}, True),
+    ({'POST events': 1}, True),
+    ({'PATCH benchmarkeds/status': -1}, True),  # miscounted, but not nothing
+])
+def test_activity_is_any_request_to_a_resource_but_watches(requests: dict[str, int], expected: bool) -> None:
+    assert is_activity(requests) is expected
