@@ -192,14 +192,10 @@ class Splitter:
 
     def _next(self, pos: int) -> Waiting:
         """The offset of the next non-whitespace character."""
-        while True:
-            match = _SPACE.match(self._text, pos)
-            pos = match.end() if match is not None else pos
-            if pos < len(self._text):
-                return pos
-            if self._final:
-                raise json.JSONDecodeError("Unexpected end of a list response", self._text, pos)
-            pos = yield from self._wait(pos)
+        pos = yield from self._skip_space(pos)
+        if pos == len(self._text):
+            raise json.JSONDecodeError("Unexpected end of a list response", self._text, pos)
+        return pos
 
     def _expect(self, pos: int, char: str) -> Waiting:
         pos = yield from self._next(pos)
@@ -209,13 +205,17 @@ class Splitter:
 
     def _end(self, pos: int) -> Waiting:
         """Nothing but whitespace after the response's object."""
+        pos = yield from self._skip_space(pos)
+        if pos < len(self._text):
+            raise json.JSONDecodeError("Extra data", self._text, pos)
+
+    def _skip_space(self, pos: int) -> Waiting:
+        """The offset after the whitespace from ``pos``: of a character, or the end once all text is fed."""
         while True:
             match = _SPACE.match(self._text, pos)
             pos = match.end() if match is not None else pos
-            if pos < len(self._text):
-                raise json.JSONDecodeError("Extra data", self._text, pos)
-            if self._final:
-                return None
+            if pos < len(self._text) or self._final:
+                return pos
             pos = yield from self._wait(pos)
 
     def _wait(self, pos: int) -> Generator[None, None, int]:
