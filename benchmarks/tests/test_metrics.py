@@ -30,6 +30,10 @@ def test_lease_renewals_of_the_control_plane_are_not_attributed() -> None:
     assert group_requests({key('PUT', 'leases'): 5}) == {}
 
 
+def test_relistings_of_services_by_the_controller_manager_are_not_attributed() -> None:
+    assert group_requests({key('LIST', 'services'): 1, key('LIST', 'benchmarkeds'): 1}) == {'LIST benchmarkeds': 1}
+
+
 def test_the_harness_requests_are_subtracted_and_what_cancels_out_is_dropped() -> None:
     tally: Tally = collections.Counter({('POST', 'benchmarkeds'): 10, ('LIST', 'benchmarkeds'): 1})
     requests = subtract_tally({'POST benchmarkeds': 10, 'LIST benchmarkeds': 2, 'PATCH benchmarkeds': 7}, tally)
