@@ -7,6 +7,7 @@ Outputs: the snapshot's families and samples, exactly. Nothing is mocked.
 import gc
 import math
 import threading
+from typing import Callable
 
 import pytest
 
@@ -125,3 +126,43 @@ def test_snapshots_from_another_thread_while_recording(registry: metrics.Registr
         thread.join()
     assert failures == []
     assert sum(sample.value for sample in registry.snapshot()[0].samples) == 20000
+
+
+def recorder(registry: metrics.Registry, kind: str) -> Callable[[tuple[str, ...]], None]:
+    """One record of the kind's own sort, by label values: for a count of 1 per call in each kind."""
+    if kind == 'counter':
+        return registry.counter('many_total', "Many.", ('handler',)).inc
+    if kind == 'gauge':
+        return registry.gauge('many', "Many.", ('handler',)).inc
+    histogram = registry.histogram('many_seconds', "Many.", ('handler',))
+    return lambda labels: histogram.observe(labels, 0.1)
+
+
+@pytest.mark.parametrize('kind', ['counter', 'gauge', 'histogram'])
+def test_label_values_without_bound_make_at_most_1001_series(registry: metrics.Registry, kind: str,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    # The attack: label values made of objects' contents (e.g. sub-handler ids per item), 20 objects x 100 items x 3.
+    record = recorder(registry, kind)
+    for i in range(6000):
+        record((f'create_fn/item-{i}',))
+    [family] = registry.snapshot()
+    assert len(family.samples) == 1001  # the first 1000 label values, and one series for all the others
+    assert family.samples[-1].labels == ('(other)',)
+    assert family.samples[-1].value == 5000  # counted, not lost
+    assert sum(sample.value for sample in family.samples) == 6000
+    record(('create_fn/item-0',))  # a known one is still its own
+    assert registry.snapshot()[0].samples[0].value == 2
+    assert [(r.name, r.levelname, r.message) for r in caplog.records] == [
+        ('kopf.metrics', 'WARNING', f"The metric {family.name} has reached its limit of 1000 series: new label "
+                                    f"values (the first one: ('create_fn/item-1000',)) are counted together as "
+                                    f"'(other)'. If it is not expected, something makes label values without bound.")]
+
+
+def test_a_gauges_decrements_go_where_its_increments_went(registry: metrics.Registry) -> None:
+    gauge = registry.gauge('running', "Running.", ('handler', 'resource'), max_series=2)
+    for name in ('a', 'b', 'c', 'd'):
+        gauge.inc((name, 'pods'))
+    assert gauge.value(('(other)', '(other)')) == 2
+    for name in ('a', 'b', 'c', 'd'):
+        gauge.dec((name, 'pods'))
+    assert [sample.value for sample in registry.snapshot()[0].samples] == [0, 0, 0]

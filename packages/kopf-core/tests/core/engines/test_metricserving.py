@@ -2,26 +2,34 @@
 Serving the metrics: the endpoint's URL, finding an exposition, and the answers over real TCP.
 
 Inputs: URLs; a trivial exporter (the real one, prometheus_client's, is kopf-client's and is
-tested there); requests over 127.0.0.1. Outputs: the parsed endpoints, the error messages, the
-HTTP responses. The core's own environment has no exposition installed, which is the case of
-a missing ``kopf-client[metrics]``.
+tested there), which counts its renderings and may be slow; requests over 127.0.0.1, some
+of them all at once, as a flood of scrapes. Outputs: the parsed endpoints, the error messages,
+the HTTP responses, the renderings counted, the log. The core's own environment has no
+exposition installed, which is the case of a missing ``kopf-client[metrics]``.
 """
 import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
 from typing import Tuple
 
 import pytest
 
-from kopf._core.engines import metricserving, probing
+from kopf._core.engines import metricserving, probeserver, probing
 
 
 class Exporter:
-    def __init__(self) -> None:
+    def __init__(self, *, seconds: float = 0) -> None:
         self.installed = 0
+        self.rendered = 0
+        self.seconds = seconds  # the rendering's CPU time, as of a big exposition
 
     def install(self) -> None:
         self.installed += 1
 
     def render(self) -> Tuple[str, bytes]:
+        self.rendered += 1
+        time.sleep(self.seconds)
         return 'text/plain; version=0.0.4; charset=utf-8', b'kopf_up 1.0\n'
 
 
@@ -101,3 +109,64 @@ async def test_a_port_in_use_is_one_message() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.fixture
+async def served(request: pytest.FixtureRequest) -> AsyncIterator[tuple[int, Exporter]]:
+    """The metrics served on a free port; the exporter's slowness and the limits by ``indirect`` params."""
+    seconds, limits = getattr(request, 'param', (0, probeserver.Limits()))
+    exporter = Exporter(seconds=seconds)
+    serving = metricserving.MetricsServing(metricserving.parse_endpoint('http://127.0.0.1:0/metrics'), exporter)
+    bound: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serving.serve(bound=bound, limits=limits))
+    try:
+        yield await bound, exporter
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+
+
+async def test_a_flood_of_scrapes_is_one_rendering(served: tuple[int, Exporter]) -> None:
+    port, exporter = served
+    started = time.monotonic()
+    responses = await asyncio.gather(*[get(port, b'GET /metrics HTTP/1.1\r\n\r\n') for _ in range(200)])
+    seconds = time.monotonic() - started
+    assert all(response.endswith(b'\r\n\r\nkopf_up 1.0\n') for response in responses)
+    # Each of the 200 rendered its own before; now one per second at most (usually one for all of them).
+    assert exporter.rendered <= 1 + int(seconds)
+
+
+async def health(method: str, path: str) -> probeserver.Response:
+    return 200, 'application/json', b'{}'
+
+
+@pytest.mark.parametrize('served', [(0.05, probeserver.Limits())], indirect=True)
+async def test_the_health_endpoint_answers_during_a_flood_of_scrapes(served: tuple[int, Exporter]) -> None:
+    port, exporter = served
+    server = await probeserver.start_server(health, '127.0.0.1', 0)
+    try:
+        scrapes = [asyncio.create_task(get(port, b'GET /metrics HTTP/1.1\r\n\r\n')) for _ in range(200)]
+        await asyncio.sleep(0.02)  # the scrapes are in
+        started = time.monotonic()
+        probe = await get(server.port(0), b'GET /healthz HTTP/1.1\r\n\r\n')
+        latency = time.monotonic() - started
+        await asyncio.gather(*scrapes)
+    finally:
+        await server.close()
+    assert probe.endswith(b'\r\n\r\n{}')
+    assert latency < 0.5  # the rendering is in a thread: 200 x 50 ms held the event loop for 10 s before
+    assert exporter.rendered == 1
+
+
+@pytest.mark.parametrize('served', [(0, probeserver.Limits(connections=2, head_timeout=1))], indirect=True)
+async def test_the_flood_warning_names_the_metrics_endpoint(served: tuple[int, Exporter],
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    port, _ = served
+    connections = [await asyncio.open_connection('127.0.0.1', port) for _ in range(4)]  # heads that never come
+    await asyncio.sleep(0.1)
+    for _, writer in connections:
+        writer.close()
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "The metrics endpoint has reached its limit of 2 connections: the oldest incomplete "
+                          "requests are closed, new ones may be refused. If it is not expected, something "
+                          "floods the endpoint.")]

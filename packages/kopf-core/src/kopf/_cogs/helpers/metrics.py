@@ -20,11 +20,19 @@ Gauges are either set (``inc``/``dec``/``set``) or read from sources at
 snapshot time: a source is a function that says the current value (e.g. the
 size of a watch-stream's known objects), so that the figures that change with
 every event cost nothing until they are read.
+
+Every series costs memory for good and bytes at every scrape, so a metric keeps
+at most :data:`MAX_SERIES` of them: the label values beyond that are counted
+together in one series whose labels are all :data:`OVERFLOW`, with a warning
+once per metric. The framework's label values are few (the handlers' ids as
+declared in the code, the resources, the verbs and codes); the limit is there
+for what is not expected, e.g. ids made at run time from objects' contents.
 """
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import math
 import weakref
 from typing import Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypeVar
@@ -34,8 +42,13 @@ Kind = Literal['counter', 'gauge', 'histogram']
 Source = Callable[[], float]
 OwnerT = TypeVar('OwnerT')
 
+logger = logging.getLogger('kopf.metrics')
+
 # The seconds of Prometheus' own default buckets, and longer ones: handlers and API calls may take minutes.
 DEFAULT_BUCKETS: Tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+MAX_SERIES = 1000  # per metric: far more than an operator's handlers x resources x outcomes
+OVERFLOW = '(other)'  # the label values of the series beyond the limit: no handler id or resource looks like it
 
 _SNAPSHOT_ATTEMPTS = 5  # a source read from another thread may see its dict change meanwhile
 
@@ -63,10 +76,23 @@ class Metric:
     """What all metrics have: a name, a description, the names of the labels."""
     kind: Kind
 
-    def __init__(self, name: str, help: str, label_names: Sequence[str] = ()) -> None:
+    def __init__(self, name: str, help: str, label_names: Sequence[str] = (), *,
+                 max_series: int = MAX_SERIES) -> None:
         self.name = name
         self.help = help
         self.label_names: Labels = tuple(label_names)
+        self.max_series = max_series
+        self._overflow: Labels = (OVERFLOW,) * len(self.label_names)
+        self._warned = False
+
+    def _overflowed(self, labels: Labels) -> Labels:
+        """The labels to record under when the metric has all its series and these are new ones."""
+        if not self._warned:
+            self._warned = True
+            logger.warning(f"The metric {self.name} has reached its limit of {self.max_series} series: "
+                           f"new label values (the first one: {labels!r}) are counted together as {OVERFLOW!r}. "
+                           f"If it is not expected, something makes label values without bound.")
+        return self._overflow
 
     def collect(self) -> Family:
         return Family(name=self.name, kind=self.kind, help=self.help, label_names=self.label_names,
@@ -80,12 +106,16 @@ class Counter(Metric):
     """A value that only grows (e.g. the handlers' runs): a dict increment per event."""
     kind: Kind = 'counter'
 
-    def __init__(self, name: str, help: str, label_names: Sequence[str] = ()) -> None:
-        super().__init__(name, help, label_names)
+    def __init__(self, name: str, help: str, label_names: Sequence[str] = (), *,
+                 max_series: int = MAX_SERIES) -> None:
+        super().__init__(name, help, label_names, max_series=max_series)
         self._values: Dict[Labels, float] = {}
 
     def inc(self, labels: Labels = (), amount: float = 1.0) -> None:
-        self._values[labels] = self._values.get(labels, 0.0) + amount
+        values = self._values
+        if labels not in values and len(values) >= self.max_series:
+            labels = self._overflowed(labels)
+        values[labels] = values.get(labels, 0.0) + amount
 
     def value(self, labels: Labels = ()) -> float:
         return self._values.get(labels, 0.0)
@@ -99,20 +129,29 @@ class Gauge(Metric):
     """A value that goes up and down: set directly, or summed from its sources when read."""
     kind: Kind = 'gauge'
 
-    def __init__(self, name: str, help: str, label_names: Sequence[str] = ()) -> None:
-        super().__init__(name, help, label_names)
+    def __init__(self, name: str, help: str, label_names: Sequence[str] = (), *,
+                 max_series: int = MAX_SERIES) -> None:
+        super().__init__(name, help, label_names, max_series=max_series)
         self._values: Dict[Labels, float] = {}
         self._sources: Dict[int, Tuple[Labels, Source]] = {}
         self._next_token = 0
 
     def inc(self, labels: Labels = (), amount: float = 1.0) -> None:
+        labels = self._admitted(labels)
         self._values[labels] = self._values.get(labels, 0.0) + amount
 
     def dec(self, labels: Labels = (), amount: float = 1.0) -> None:
+        labels = self._admitted(labels)
         self._values[labels] = self._values.get(labels, 0.0) - amount
 
     def set(self, labels: Labels, value: float) -> None:
-        self._values[labels] = value
+        self._values[self._admitted(labels)] = value
+
+    def _admitted(self, labels: Labels) -> Labels:
+        # A series is never removed, so the labels of an inc() and of its dec() fall in the same series.
+        if labels not in self._values and len(self._values) >= self.max_series:
+            return self._overflowed(labels)
+        return labels
 
     def add_source(self, labels: Labels, source: Source) -> Callable[[], None]:
         """Read the source at every snapshot (added to the others of the same labels); returns its removal."""
@@ -153,8 +192,8 @@ class Histogram(Metric):
     kind: Kind = 'histogram'
 
     def __init__(self, name: str, help: str, label_names: Sequence[str] = (),
-                 buckets: Sequence[float] = DEFAULT_BUCKETS) -> None:
-        super().__init__(name, help, label_names)
+                 buckets: Sequence[float] = DEFAULT_BUCKETS, *, max_series: int = MAX_SERIES) -> None:
+        super().__init__(name, help, label_names, max_series=max_series)
         bounds = sorted(float(bound) for bound in buckets if bound != math.inf)
         if not bounds or len(set(bounds)) != len(bounds):
             raise ValueError(f"The buckets of {name} must be distinct numbers, at least one; got {buckets!r}.")
@@ -164,7 +203,11 @@ class Histogram(Metric):
     def observe(self, labels: Labels, value: float) -> None:
         counts = self._counts.get(labels)
         if counts is None:
-            counts = self._counts[labels] = [0.0] * (len(self.bounds) + 2)
+            if len(self._counts) >= self.max_series:
+                labels = self._overflowed(labels)
+                counts = self._counts.get(labels)
+            if counts is None:
+                counts = self._counts[labels] = [0.0] * (len(self.bounds) + 2)
         counts[bisect.bisect_left(self.bounds, value)] += 1
         counts[-1] += value
 
@@ -191,15 +234,17 @@ class Registry:
     def __init__(self) -> None:
         self._metrics: Dict[str, Metric] = {}
 
-    def counter(self, name: str, help: str, label_names: Sequence[str] = ()) -> Counter:
-        return self._add(Counter(name, help, label_names))
+    def counter(self, name: str, help: str, label_names: Sequence[str] = (), *,
+                max_series: int = MAX_SERIES) -> Counter:
+        return self._add(Counter(name, help, label_names, max_series=max_series))
 
-    def gauge(self, name: str, help: str, label_names: Sequence[str] = ()) -> Gauge:
-        return self._add(Gauge(name, help, label_names))
+    def gauge(self, name: str, help: str, label_names: Sequence[str] = (), *,
+              max_series: int = MAX_SERIES) -> Gauge:
+        return self._add(Gauge(name, help, label_names, max_series=max_series))
 
     def histogram(self, name: str, help: str, label_names: Sequence[str] = (),
-                  buckets: Sequence[float] = DEFAULT_BUCKETS) -> Histogram:
-        return self._add(Histogram(name, help, label_names, buckets))
+                  buckets: Sequence[float] = DEFAULT_BUCKETS, *, max_series: int = MAX_SERIES) -> Histogram:
+        return self._add(Histogram(name, help, label_names, buckets, max_series=max_series))
 
     def get(self, name: str) -> Optional[Metric]:
         return self._metrics.get(name)

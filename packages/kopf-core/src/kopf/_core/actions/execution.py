@@ -46,6 +46,9 @@ class ExecutionContext:
                                 SubExecutionScope]] = None
     # Which of the due handlers run in a round, and in which order; None is the default lifecycle.
     lifecycle: Optional[lifecycles.LifeCycleFn] = None
+    # The handler's label of the runs in the metrics; None is each handler's own id. The sub-handlers'
+    # ids are often made of the object's contents (e.g. an item's name): they are counted together.
+    metrics_handler: Optional[str] = None
 
 
 async def execute_handlers_once(
@@ -82,7 +85,8 @@ async def execute_handler_once(
     outcome, raised = await _invoke_once(handler=handler, state=state, context=context, kwargs=kwargs,
                                          default_errors=default_errors)
     resource = kwargs.get('resource')  # none for the activities
-    instruments.record_handler_run(str(handler.id), resource.name if resource is not None else '',
+    instruments.record_handler_run(context.metrics_handler or str(handler.id),
+                                   resource.name if resource is not None else '',
                                    _classify(outcome, raised=raised), time.monotonic() - started)
     return outcome
 

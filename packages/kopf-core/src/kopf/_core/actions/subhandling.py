@@ -4,7 +4,8 @@ Sub-handlers: handlers registered dynamically by other handlers while they run.
 A parent handler registers children with ``@kopf.subhandler`` or
 ``kopf.register()``, or executes functions directly with ``await
 kopf.execute(fns=...)``. The children are tracked like regular handlers (each
-has its own progress record, id ``parent/child``), but their functions are
+has its own progress record, id ``parent/child``; in the metrics, all the
+descendants of a top-level handler count as one, ``parent/*``), but their functions are
 not stored anywhere: the parent stays unfinished, and is invoked again on the
 next cycle to register them again, until all its children are finished.
 """
@@ -45,6 +46,9 @@ class SubExecution:
             await execute_children(self, self.registered)
 
 
+SubExecutionFactory = Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]], SubExecution]
+
+
 def make_scope(
         *,
         purpose: Optional[str],
@@ -55,15 +59,30 @@ def make_scope(
         logger: typedefs.Logger,
         build_kwargs: Callable[[handlers.BaseHandler, progression.HandlerState], Dict[str, Any]],
         lifecycle: Optional[lifecycles.LifeCycleFn] = None,
-) -> Callable[[handlers.BaseHandler, progression.HandlerState, Mapping[str, Any]], SubExecution]:
+) -> SubExecutionFactory:
     """A factory of sub-handlers' scopes for the handlers of one cycle (nested ones too)."""
-    def factory(handler: handlers.BaseHandler, state: progression.HandlerState,
-                kwargs: Mapping[str, Any]) -> SubExecution:
-        context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
-                                             subscope=factory, lifecycle=lifecycle)
-        return SubExecution(parent_id=handler.id, purpose=purpose, body=body, patch=patch,
-                            storage=storage, context=context, kwargs=kwargs)
-    return factory
+    def factory_under(top_id: Optional[str]) -> SubExecutionFactory:
+        def factory(handler: handlers.BaseHandler, state: progression.HandlerState,
+                    kwargs: Mapping[str, Any]) -> SubExecution:
+            top = top_id if top_id is not None else str(handler.id)
+            context = execution.ExecutionContext(settings=settings, logger=logger, build_kwargs=build_kwargs,
+                                                 subscope=factory_under(top), lifecycle=lifecycle,
+                                                 metrics_handler=metrics_label(top))
+            return SubExecution(parent_id=handler.id, purpose=purpose, body=body, patch=patch,
+                                storage=storage, context=context, kwargs=kwargs)
+        return factory
+    return factory_under(None)
+
+
+def metrics_label(top_id: str) -> str:
+    """
+    The handler label in the metrics of all the sub-handlers (at any depth) of a top-level handler.
+
+    Their own ids are often made of the object's contents (``create_fn/item-{name}``): as label
+    values, they would add series without bound, kept after the objects are gone, and show the
+    contents to whoever scrapes the metrics. The top-level handler's id is declared in the code.
+    """
+    return f'{top_id}/*'
 
 
 def get_current() -> SubExecution:

@@ -11,8 +11,10 @@ of ours. Only with the endpoint given does the operator listen on a port.
 
 The endpoint is served by the same bounded stdlib server as the health probes
 (:mod:`probeserver`: bounded heads, times, and connections), on a port of its
-own. Each scrape renders the exporter's registry in the event loop, where the
-figures are recorded, so a scrape sees them at one moment.
+own, and its log lines name the metrics endpoint. The exporter's text is rendered
+in a thread, once for all the scrapes that come together, and reused for a second
+(:mod:`metricsrendering`): however many scrapes come, the event loop and the
+health probes keep their turns.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import importlib.metadata
 import logging
 from typing import List, Optional, Protocol, Tuple
 
-from kopf._core.engines import probeserver, probing
+from kopf._core.engines import metricsrendering, probeserver, probing
 
 logger = logging.getLogger('kopf.engines.metricserving')
 
@@ -41,7 +43,11 @@ class Exporter(Protocol):
         """Make the figures visible in the library's own default registry (once per process; idempotent)."""
 
     def render(self) -> Tuple[str, bytes]:
-        """The content type and the body of one scrape of the library's default registry."""
+        """
+        The content type and the body of one scrape of the library's default registry.
+
+        It is called in a thread of its own, not in the event loop (one call at a time).
+        """
 
 
 def parse_endpoint(url: str, *, liveness: Optional[probing.Endpoint] = None) -> probing.Endpoint:
@@ -86,13 +92,14 @@ class MetricsServing:
     def __init__(self, endpoint: probing.Endpoint, exporter: Exporter) -> None:
         self.endpoint = endpoint
         self.exporter = exporter
+        self.rendering = metricsrendering.SharedRendering(exporter.render)
 
     async def respond(self, method: str, path: str) -> probeserver.Response:
         if path != self.endpoint.path:
             return 404, 'text/plain', f"Not found: try {self.endpoint.path}\n".encode()
         if method not in ('GET', 'HEAD'):
             return 405, 'text/plain', b"Only GET and HEAD are allowed.\n"
-        content_type, body = self.exporter.render()
+        content_type, body = await self.rendering.get()
         # The server adds the charset itself (the exposition is UTF-8 anyway).
         content_type = ';'.join(part for part in content_type.split(';') if not part.strip().startswith('charset='))
         return 200, content_type.strip(), body
@@ -106,7 +113,8 @@ class MetricsServing:
         """Serve the metrics until cancelled (when the operator exits)."""
         endpoint = self.endpoint
         try:
-            listener = await probeserver.start_server(self.respond, endpoint.host, endpoint.port, limits=limits)
+            listener = await probeserver.start_server(self.respond, endpoint.host, endpoint.port,
+                                                      limits=limits, what='metrics')
         except OSError as e:
             raise MetricsEndpointError(f"Cannot serve the metrics endpoint {endpoint.url()}: {e.strerror or e}. "
                                        f"Choose another port or host in --metrics.") from None
@@ -118,6 +126,7 @@ class MetricsServing:
             await asyncio.Event().wait()  # serve until cancelled
         finally:
             await listener.close()
+            self.rendering.close()
 
 
 def prepare(url: Optional[str], *, liveness: Optional[probing.Endpoint] = None) -> Optional[MetricsServing]:

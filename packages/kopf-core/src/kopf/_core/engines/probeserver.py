@@ -22,6 +22,8 @@ such a flood from 29 MB to 263 MB. Hence every cost here is bounded:
   one gets ``503`` at once.
 
 A head that is not a well-formed HTTP/1.x request gets ``400`` (never a traceback).
+The metrics endpoint is served by this server too: each server's log lines and
+answers name its own endpoint (``what``), so that a flood is looked for on the right port.
 The request body, if any, is never read. Every connection is closed after
 one response. Only :mod:`asyncio`'s transports are used: kopf-core is stdlib-only.
 """
@@ -61,7 +63,6 @@ class Limits:
 BAD_REQUEST: Response = (400, 'text/plain', b"Bad request.\n")
 TOO_LARGE: Response = (431, 'text/plain', b"The request's head is too large.\n")
 BUSY: Response = (503, 'text/plain', b"Too many connections: try again later.\n")
-FAILURE: Response = (500, 'text/plain', b"The health server has failed to answer.\n")
 
 _REASONS = {200: 'OK', 400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
             431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable'}
@@ -134,8 +135,9 @@ def format_response(response: Response, *, head_only: bool = False) -> bytes:
 class Connections:
     """The open connections: those still sending their heads (oldest first), and those being answered."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, what: str = 'health') -> None:
         self.limits = limits
+        self.what = what  # the endpoint's name in the log lines and the answers: e.g. "health", "metrics"
         self._reading: Dict[Connection, None] = {}  # a dict keeps the order of admission
         self._answering: Set[Connection] = set()
         self._sweep: Optional[asyncio.Handle] = None
@@ -181,7 +183,7 @@ class Connections:
         now = time.monotonic()
         if self._warned is None or now - self._warned >= WARNING_INTERVAL:
             self._warned = now
-            logger.warning(f"The health endpoint has reached its limit of {self.limits.connections} connections: "
+            logger.warning(f"The {self.what} endpoint has reached its limit of {self.limits.connections} connections: "
                            f"the oldest incomplete requests are closed, new ones may be refused. "
                            f"If it is not expected, something floods the endpoint.")
 
@@ -259,8 +261,9 @@ class Connection(asyncio.Protocol):
             try:
                 response = await self._respond(method, path)
             except Exception:  # a bug, not a client's fault: in the log only
-                logger.exception("The health server has failed to answer a request.")
-                response = FAILURE
+                what = self._connections.what
+                logger.exception(f"The {what} server has failed to answer a request.")
+                response = (500, 'text/plain', f"The {what} server has failed to answer.\n".encode())
             self._reply(response, head_only=method == 'HEAD')
         finally:
             if self._lost:
@@ -297,8 +300,9 @@ class ProbeServer:
         await self._server.wait_closed()
 
 
-async def start_server(respond: RespondFn, host: str, port: int, *, limits: Limits = Limits()) -> ProbeServer:
+async def start_server(respond: RespondFn, host: str, port: int, *, limits: Limits = Limits(),
+                       what: str = 'health') -> ProbeServer:
     """Listen on the host and port; each request is answered with what ``respond(method, path)`` returns."""
-    connections = Connections(limits)
+    connections = Connections(limits, what)
     server = await asyncio.get_running_loop().create_server(lambda: Connection(connections, respond), host, port)
     return ProbeServer(server, connections)
