@@ -311,8 +311,7 @@ class ControlPlane:
             return
         shutil.rmtree(self._layout.pki, ignore_errors=True)
         shutil.rmtree(self._layout.etcd_data, ignore_errors=True)
-        for path in (self._layout.state, self._layout.admin_kubeconfig,
-                     self._layout.token_kubeconfig, self._layout.user_kubeconfig):
+        for path in self._layout.credentials():
             path.unlink(missing_ok=True)
 
     def _write_kubeconfigs(self) -> None:

@@ -46,6 +46,13 @@ class Layout:
     def log(self, component: str) -> pathlib.Path:
         return self.logs / f'{component}.log'
 
+    def credentials(self) -> list[pathlib.Path]:
+        """The files with credentials beside the PKI: all go on stop (the tokens live as long as the cluster)."""
+        fixed = [self.state, self.admin_kubeconfig, self.token_kubeconfig, self.user_kubeconfig]
+        # Service accounts' kubeconfigs are written on demand (bearer tokens), and a write interrupted
+        # by a kill leaves its temporary file (see ``_files.write_private_file``) with the same secrets.
+        return fixed + sorted(self.root.glob('serviceaccount-*.kubeconfig')) + sorted(self.root.glob('.*.tmp'))
+
 
 def make_etcd_argv(bin_dir: pathlib.Path, layout: Layout, ports: Ports) -> list[str]:
     # Both ports speak TLS and demand a client certificate of etcd's own CA, which signs only
