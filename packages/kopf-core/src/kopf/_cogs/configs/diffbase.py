@@ -21,6 +21,10 @@ Big objects do not fit their essence into the annotations (256 KiB in all) or
 into the object (etcd's 1.5 MiB): their diff-base is stored packed, or not at
 all if even that does not fit; see :mod:`packing`. Every object that fits gets
 Kopf's format, byte for byte.
+
+Whoever may patch an object may also forge its diff-base: it is read only within
+the bounds of a real one (``packing.READ_BOUNDS``); beyond them, it is ignored as a
+broken one is (the object has none), and reported (see ``packing.Ignored``).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ import json
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Collection, Dict, Iterable, List, Optional
 
-from kopf._cogs.configs import conventions, packing
+from kopf._cogs.configs import boundedjson, conventions, packing
 from kopf._cogs.structs import bodies, dicts, patches
 
 _KOPF_DOMAIN = 'kopf.zalando.org'
@@ -144,11 +148,11 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         # Kopf's form first: if both are there, Kopf has written it after us (we remove the other one).
         annotations = conventions.get_annotations(body)
         for full_key in self.make_keys(self.key, body=body):
-            essence = _decode_essence(annotations.get(full_key))
+            essence = _decode_essence(annotations.get(full_key), where=f"the annotation {full_key}")
             if essence is not None:
                 return self.clear(essence=essence)
         for full_key in self.make_keys(self.packed_key, body=body):
-            essence = _decode_essence(packing.unpack(annotations.get(full_key)))
+            essence = _decode_packed(annotations.get(full_key), where=f"the annotation {full_key}")
             if essence is not None:
                 return self.clear(essence=essence)
         return None
@@ -203,9 +207,10 @@ class StatusDiffBaseStorage(DiffBaseStorage):
         return essence
 
     def fetch(self, *, body: bodies.Body) -> Optional[bodies.BodyEssence]:
-        essence = _decode_essence(self._resolve(body, self._field))
+        essence = _decode_essence(self._resolve(body, self._field), where=f"the field {'.'.join(self._field)}")
         if essence is None:
-            essence = _decode_essence(packing.unpack(self._resolve(body, self.packed_field)))
+            essence = _decode_packed(self._resolve(body, self.packed_field),
+                                     where=f"the field {'.'.join(self.packed_field)}")
         return self.clear(essence=essence) if essence is not None else None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
@@ -276,15 +281,39 @@ def _is_system_annotation(name: str, annotations: Mapping[str, Any]) -> bool:
     return prefix == _KOPF_DOMAIN or prefix.endswith(f'.{_KOPF_DOMAIN}') or f'{prefix}/kopf-managed' in annotations
 
 
-def _decode_essence(value: Any) -> Optional[bodies.BodyEssence]:
+def _decode_essence(value: Any, *, where: Optional[str] = None) -> Optional[bodies.BodyEssence]:
+    """
+    The essence in a stored value (JSON or a dict); ``None`` if there is none or it is unreadable.
+
+    Whatever is beyond the bounds of a real diff-base is unreadable too, and is reported
+    as ignored if it is said ``where`` it is (read from the object, not just checked).
+    """
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = boundedjson.loads(value, packing.READ_BOUNDS)
+        except boundedjson.BoundExceededError as e:
+            _report_ignored(where, e)
+            return None
         except ValueError:
             return None
     if not isinstance(value, Mapping):
         return None
     return dict(value)
+
+
+def _decode_packed(value: Any, *, where: str) -> Optional[bodies.BodyEssence]:
+    """The essence in a packed value; ``None`` if there is none or it is unreadable (as above)."""
+    try:
+        plain = packing.unpack(value)
+    except boundedjson.BoundExceededError as e:
+        _report_ignored(where, e)
+        return None
+    return _decode_essence(plain, where=where)
+
+
+def _report_ignored(where: Optional[str], error: boundedjson.BoundExceededError) -> None:
+    if where is not None:
+        packing.report_ignored(packing.Ignored(where=where, reason=str(error)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,6 +37,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any, Dict, Iterator, List, Optional
 
+from kopf._cogs.configs import boundedjson
 from kopf._cogs.structs import dicts
 
 ANNOTATIONS_SIZE_LIMIT = 256 * 1024
@@ -57,8 +58,23 @@ PACKED_HEADER = 'v1:gzip+base64:'
 PACKED_SUFFIX = '-packed'
 """The packed diff-base is stored under the plain one's key (or field) with this suffix."""
 
-# Even a forged packed value must not unpack into more than any object can hold.
-_UNPACKED_SIZE_LIMIT = 16 * 1024 * 1024
+READ_BOUNDS = boundedjson.Bounds(size=8 * 1024 * 1024, containers=100_000, items=250_000, depth=200)
+"""
+What a diff-base on the object may be for it to be read (plain or unpacked); a bigger one is ignored.
+
+Whoever may patch an object may write any diff-base, so it is measured before it is parsed:
+a few KiB of a packed ``{},{},…`` would otherwise become millions of dicts. Any real one stays
+below, since it is a part of an object that etcd has stored (1.5 MiB at most): the size is over
+five times that (the ``\\uXXXX`` escapes of non-ASCII text make a text three times bigger at most);
+a real object of 1.5 MiB has some 20,000-40,000 containers and 70,000-120,000 items (only the
+lists of tiny values come near the bounds); Kubernetes objects are nested a few dozen levels, and
+200 levels are still far from the stack's limit in the processing that follows (copying, diffing).
+
+Within these bounds, the parsing is done on the event loop, at once: a thread would not help, as
+``json.loads`` holds the GIL. It takes some 30 ms for a real diff-base of 1.4 MiB (as long as the
+object's own parsing and copying take), and 0.2 s and 40 MiB at most for a forged one (250,000
+distinct keys; measured on a busy machine of 2 cores), instead of seconds and 800 MiB.
+"""
 
 
 class Form(enum.Enum):
@@ -75,15 +91,22 @@ def pack(plain: str) -> str:
 
 
 def unpack(value: Any) -> Optional[str]:
-    """The plain value of a packed one; ``None`` if it is not packed by us (or is broken)."""
+    """
+    The plain value of a packed one; ``None`` if it is not packed by us (or is broken).
+
+    Raises :class:`boundedjson.BoundExceededError` if it unpacks into more than the diff-base
+    may be (:data:`READ_BOUNDS`): the decompression stops there, whatever the rest would be.
+    """
     if not isinstance(value, str) or not value.startswith(PACKED_HEADER):
         return None
     try:
         compressed = base64.b64decode(value[len(PACKED_HEADER):], validate=True)
         decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # the gzip container
-        data = decompressor.decompress(compressed, _UNPACKED_SIZE_LIMIT)
-        if decompressor.unconsumed_tail or not decompressor.eof:
-            return None
+        data = decompressor.decompress(compressed, READ_BOUNDS.size + 1)  # one byte more: to see the excess
+        if len(data) > READ_BOUNDS.size:
+            raise boundedjson.BoundExceededError(f"it unpacks into more than {format_size(READ_BOUNDS.size)}")
+        if not decompressor.eof:
+            return None  # truncated
         return data.decode('utf-8')
     except (binascii.Error, zlib.error, UnicodeDecodeError):
         return None
@@ -237,3 +260,42 @@ def report(placement: Placement) -> None:
     placements = _collected.get()
     if placements is not None:
         placements.append(placement)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ignored:
+    """
+    A diff-base on the object that is not read, since it goes beyond :data:`READ_BOUNDS`.
+
+    It is as good as none, as a broken one is (the object is handled as if it had
+    none); but unlike a broken one, it is said aloud: it can only be forged.
+    The storages report it while reading (see :func:`collecting_ignored`).
+    """
+    where: str  # e.g. "the annotation kopf.zalando.org/last-handled-configuration-packed"
+    reason: str  # the bound that it goes beyond, e.g. "it has more than 100,000 containers ({} and [])"
+
+    @property
+    def message(self) -> str:
+        return (f"The last-handled configuration in {self.where} is ignored: {self.reason}, "
+                f"which no real one has; it may be forged by whoever can patch the object.")
+
+
+_ignored: contextvars.ContextVar[Optional[List[Ignored]]] = contextvars.ContextVar('_ignored', default=None)
+
+
+@contextlib.contextmanager
+def collecting_ignored() -> Iterator[List[Ignored]]:
+    """Collect the diff-bases that the storages ignore within the block (even nested ones)."""
+    ignored: List[Ignored] = []
+    token = _ignored.set(ignored)
+    try:
+        yield ignored
+    finally:
+        _ignored.reset(token)
+
+
+def report_ignored(ignored: Ignored) -> None:
+    """Tell the collector (if any) which diff-base is ignored and why; with none, it is not told."""
+    collected = _ignored.get()
+    if collected is not None:
+        collected.append(ignored)

@@ -22,7 +22,8 @@ The same goes for a diff-base that is too big to be stored even packed (see
 ``configs.packing``), or whose patch is refused: the object keeps an older one
 (or none), which is then known to be stale and is read from memory instead,
 until a newer one is stored. Where the storages have put a big diff-base is
-logged here, once the patch is applied (the storages have no logger).
+logged here, once the patch is applied (the storages have no logger); so is a
+diff-base that they ignore when reading it, as beyond the bounds of a real one.
 """
 from __future__ import annotations
 
@@ -128,10 +129,15 @@ class RememberingDiffBaseStorage(diffbase.DiffBaseStorage):
         return self.storage.clear(essence=essence)
 
     def fetch(self, *, body: bodies.Body) -> Optional[bodies.BodyEssence]:
+        with packing.collecting_ignored() as ignored:
+            essence = self.storage.fetch(body=body)
         # The storage still has what it had when it failed to keep ours: ours is newer.
-        essence = self.storage.fetch(body=body)
         if self.lost.essence is not None and essence == self.lost.stale:
             essence = dicts.copy_tree(self.lost.essence)
+        for item in ignored:
+            if self.logger is not None:
+                consequence = " The object is handled as if it had none." if essence is None else ""
+                self.logger.warning(item.message + consequence)
         return essence
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
