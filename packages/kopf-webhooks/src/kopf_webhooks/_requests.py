@@ -20,6 +20,7 @@ bodies in slices, so that the operator's other tasks go on meanwhile.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional
 
@@ -78,7 +79,12 @@ async def _serve(fn: WebhookFn, request: aiohttp.web.Request, payload: Any, *,
     except Exception as e:
         logger.exception(f"Admission request to {request.path!r} failed to be served.")
         raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
-    return aiohttp.web.json_response(response)
+    try:
+        text = json.dumps(response)
+    except RecursionError as e:  # e.g. a deeply nested object echoed back (as the parser allows it)
+        logger.error(f"Admission request to {request.path!r} is nested too deeply to be answered.")
+        raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
+    return aiohttp.web.Response(text=text, content_type='application/json')
 
 
 async def _parse_review(

@@ -317,10 +317,44 @@ async def test_async_handlers_are_awaited(admission: AdmissionFn, registry: kopf
     pytest.param(review(operation='PATCH'), "operation is unknown: 'PATCH'", id='bad-operation'),
     pytest.param(review(resource='pods'), "no 'resource' object", id='bad-resource'),
     pytest.param(review(object=[1]), "'object' must be an object or null", id='bad-object'),
+    # The fields that the framework itself reads (the security issue, §4): not a 500 with a traceback.
+    pytest.param(review(object={'metadata': 'x'}), "'object' has metadata that is not an object: str",
+                 id='metadata-not-an-object'),
+    pytest.param(review(operation='UPDATE', oldObject={'metadata': None}),
+                 "'oldObject' has metadata that is not an object: NoneType", id='old-metadata-null'),
+    pytest.param(review(kind='x'), "'kind' must be an object or null", id='kind-not-an-object'),
+    pytest.param(review(kind={'kind': []}), r"kind\.kind must be a string, not list", id='kind-not-a-string'),
+    pytest.param(review(resource={'group': [], 'version': 'v1', 'resource': 'kopfexamples'}),
+                 r"resource\.group must be a string, not list", id='group-not-a-string'),
+    pytest.param(review(namespace={}), r"request\.namespace must be a string, not dict", id='namespace-not-a-string'),
+    pytest.param(review(subResource=1), r"request\.subResource must be a string, not int",
+                 id='subresource-not-a-string'),
 ])
-async def test_malformed_reviews_are_refused(admission: AdmissionFn, payload: Any, message: str) -> None:
-    with pytest.raises(MalformedReviewError, match=message):
+async def test_malformed_reviews_are_refused(admission: AdmissionFn, registry: kopf.OperatorRegistry,
+                                             payload: Any, message: str, caplog: pytest.LogCaptureFixture) -> None:
+    kopf.on.validate('kex', registry=registry, id='fn', labels={'app': 'x'})(lambda **_: None)
+    with caplog.at_level(logging.DEBUG), pytest.raises(MalformedReviewError, match=message):
         await admission(payload)
+    assert caplog.records == []
+
+
+def nested(depth: int) -> Dict[str, Any]:
+    value: Dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {'a': value}
+    return value
+
+
+@pytest.mark.parametrize('depth', [995, 2000])
+async def test_deeply_nested_objects_are_refused_where_the_framework_recurses(
+        admission: AdmissionFn, registry: kopf.OperatorRegistry, depth: int) -> None:
+    @kopf.on.mutate('kex', registry=registry, id='fn')
+    def fn(patch: kopf.Patch, **_: Any) -> None:
+        patch.fns.append(lambda body: None)  # the framework copies the whole body to apply it
+
+    deep = dict(OBJECT, spec=nested(depth))
+    with pytest.raises(MalformedReviewError, match=r"^The admission review is nested too deeply to be processed\.$"):
+        await admission(review(object=deep), webhook='fn')  # type: ignore[arg-type]
 
 
 def test_malformed_review_error_is_a_value_error() -> None:

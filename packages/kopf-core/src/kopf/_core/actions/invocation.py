@@ -126,3 +126,20 @@ async def invoke(
         if explained is None:
             raise
         raise explained from e
+
+
+def call_sync(fn: Any, *, kwargs: Mapping[str, Any], args: tuple[Any, ...] = ()) -> Any:
+    """
+    Call a sync function here and now, with the same explanation of a wrong signature as :func:`invoke`.
+
+    For the callers that are in a worker thread already and call many functions
+    in one go (e.g. all the conversions of a review): one hop to the thread for
+    all of them instead of one per call.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except TypeError as e:
+        explained = _explain_failed_call(fn, e, args, kwargs)
+        if explained is None:
+            raise
+        raise explained from e

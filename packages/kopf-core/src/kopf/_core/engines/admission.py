@@ -15,11 +15,12 @@ Only the transport-independent part is here: malformed reviews raise
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import dataclasses
 import json
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import bodies, patches, references, reviews
@@ -82,17 +83,18 @@ class AdmissionFn:
             sslpeer: Optional[reviews.SSLPeer] = None,
     ) -> reviews.Response:
         payload = parse_review(request)
-        resource = self._resolve_resource(payload)
-        body = bodies.Body(dict(payload.get('object') or payload.get('oldObject') or {}))
-        patch = patches.Patch(body=dict(body))
-        warnings: List[str] = []
-        kwargs = self._build_kwargs(payload, resource=resource, body=body, patch=patch, warnings=warnings,
-                                    headers=headers, sslpeer=sslpeer)
-        handlers_ = self._select_handlers(payload, webhook=webhook, resource=resource, body=body, kwargs=kwargs)
-        outcomes: List[_Outcome] = []
-        for handler in handlers_:
-            outcomes.append(await self._invoke(handler, kwargs=kwargs))
-        return build_response(request, outcomes=outcomes, patch=patch, body=body, warnings=warnings)
+        with refusing_deep_nesting("admission review"):
+            resource = self._resolve_resource(payload)
+            body = bodies.Body(dict(payload.get('object') or payload.get('oldObject') or {}))
+            patch = patches.Patch(body=dict(body))
+            warnings: List[str] = []
+            kwargs = self._build_kwargs(payload, resource=resource, body=body, patch=patch, warnings=warnings,
+                                        headers=headers, sslpeer=sslpeer)
+            handlers_ = self._select_handlers(payload, webhook=webhook, resource=resource, body=body, kwargs=kwargs)
+            outcomes: List[_Outcome] = []
+            for handler in handlers_:
+                outcomes.append(await self._invoke(handler, kwargs=kwargs))
+            return build_response(request, outcomes=outcomes, patch=patch, body=body, warnings=warnings)
 
     def _resolve_resource(self, payload: reviews.RequestPayload) -> references.Resource:
         """The discovered resource of the review (for selectors by any name), or one made from the review."""
@@ -101,7 +103,8 @@ class AdmissionFn:
         known = self.context.resources.get(key)
         if known is not None:
             return known
-        kind = payload.get('kind', {}).get('kind')
+        request_kind = payload.get('kind')  # null allowed
+        kind = request_kind.get('kind') if request_kind else None
         return references.Resource(*key, kind=kind, namespaced=bool(payload.get('namespace')))
 
     def _build_kwargs(
@@ -183,7 +186,7 @@ class AdmissionFn:
 
 
 def parse_review(request: Any) -> reviews.RequestPayload:
-    """The ``.request`` of a review, checked for what the response needs; or a clear error."""
+    """The ``.request`` of a review, checked for what the framework reads in it; or a clear error."""
     if not isinstance(request, Mapping):
         raise MalformedReviewError("The admission review must be a JSON object.")
     if request.get('kind') != 'AdmissionReview':
@@ -197,10 +200,52 @@ def parse_review(request: Any) -> reviews.RequestPayload:
         raise MalformedReviewError(f"The admission review's operation is unknown: {payload.get('operation')!r}.")
     if not isinstance(payload.get('resource'), Mapping):
         raise MalformedReviewError("The admission review's request has no 'resource' object.")
+    _check_strings(payload['resource'], ('group', 'version', 'resource'), where="resource")
+    if payload.get('kind') is not None:
+        if not isinstance(payload['kind'], Mapping):
+            raise MalformedReviewError("The admission review's 'kind' must be an object or null.")
+        _check_strings(payload['kind'], ('group', 'version', 'kind'), where="kind")
+    _check_strings(payload, ('name', 'namespace', 'subResource'), where="request")
     for field in ('object', 'oldObject'):
         if payload.get(field) is not None and not isinstance(payload.get(field), Mapping):
             raise MalformedReviewError(f"The admission review's {field!r} must be an object or null.")
+        if payload.get(field) is not None:
+            check_metadata(payload[field], where=f"The admission review's {field!r}")
     return payload  # type: ignore[return-value]
+
+
+def _check_strings(mapping: Mapping[str, Any], fields: Sequence[str], *, where: str) -> None:
+    """The names that the framework compares, hashes or passes on as strings: strings or absent."""
+    for field in fields:
+        value = mapping.get(field)
+        if value is not None and not isinstance(value, str):
+            raise MalformedReviewError(f"The admission review's {where}.{field} must be a string, "
+                                       f"not {type(value).__name__}.")
+
+
+def check_metadata(obj: Mapping[str, Any], *, where: str) -> None:
+    """
+    An object's ``metadata``, if present, must be an object: the framework reads the names and uid in it.
+
+    Anything else (e.g. ``"metadata": "x"``) is a malformed review, not a failure of the framework.
+    """
+    if 'metadata' in obj and not isinstance(obj['metadata'], Mapping):
+        raise MalformedReviewError(f"{where} has metadata that is not an object: {type(obj['metadata']).__name__}.")
+
+
+@contextlib.contextmanager
+def refusing_deep_nesting(what: str) -> Iterator[None]:
+    """
+    A ``RecursionError`` of the framework's own work on a review is the review's nesting: the review is refused.
+
+    The servers' parsers allow about as deep a nesting as Python's recursion
+    limit; copying, comparing or serialising such an object recursively fails.
+    (The handlers' own errors, ``RecursionError`` too, are caught in their calls.)
+    """
+    try:
+        yield
+    except RecursionError as e:
+        raise MalformedReviewError(f"The {what} is nested too deeply to be processed.") from e
 
 
 def build_response(
