@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Dict, FrozenSet, List, Optional
 import pytest
 
 from kopf._cogs.clients import protocols
-from kopf._core.engines import leases, membership, sharders, sharding
+from kopf._core.engines import leases, memberjudging, membership, sharders, sharding
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 STOP_DELAY = 1.0  # how long stopping the slots' streams, workers and daemons takes in these tests
@@ -173,7 +173,8 @@ async def test_three_members_split_the_slots_without_overlap(replicas: Callable[
 
 
 @pytest.mark.looptime
-async def test_a_joining_member_takes_only_its_share(replicas: Callable[[str], Replica], ledger: Ledger) -> None:
+async def test_a_joining_member_takes_only_its_share(replicas: Callable[[str], Replica], ledger: Ledger,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     members = [replicas(name) for name in ('a', 'b', 'c')]
     await until(lambda: split_as_assigned(ledger, members))
     before = dict(ledger.active)
@@ -183,6 +184,8 @@ async def test_a_joining_member_takes_only_its_share(replicas: Callable[[str], R
     assert took <= 3 * TIMINGS.retry_period + STOP_DELAY
     for replica in members[:3]:
         assert ledger.active[replica.name] <= before[replica.name]  # only given away, nothing moved among them
+    await asyncio.sleep(2 * TIMINGS.lease_duration)
+    assert "beyond its share" not in caplog.text  # letting go is not a forged claim
 
 
 @pytest.mark.looptime
@@ -228,25 +231,126 @@ async def test_a_cut_off_member_stops_before_the_others_take_over(
     assert "not renewed within the renew deadline of 10s: stopping serving all slots" in caplog.text
 
 
+def forge(lease_api: Any, holder: str, *, serving: str = '', field: str = 'uid', duration: int = 2147483647,
+          name: Optional[str] = None, renew_time: str = '2026-01-01T00:00:00.000000Z') -> str:
+    """A Lease with the group's label written by someone other than a replica (by hand, or an attacker)."""
+    name = name or membership.lease_name('kopf-shard-test', holder)
+    body = {'metadata': {'name': name, 'namespace': 'ns', 'labels': {membership.LABEL: 'kopf-shard-test'},
+                         'annotations': {membership.SERVING: serving, membership.HASHED_FIELD: field}},
+            'spec': {'holderIdentity': holder, 'leaseDurationSeconds': duration, 'renewTime': renew_time}}
+    lease_api._store('ns', name, body, 'MODIFIED' if ('ns', name) in lease_api.leases else 'ADDED')
+    return name
+
+
+def warnings_about(caplog: pytest.LogCaptureFixture, *texts: str) -> List[str]:
+    return [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING
+            and all(text in record.getMessage() for text in texts)]
+
+
 @pytest.mark.looptime
-async def test_garbage_in_a_peers_lease_blocks_its_slots_until_it_expires(
+async def test_a_68_year_lease_that_nobody_renews_expires_after_the_cap(
         replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any,
         caplog: pytest.LogCaptureFixture) -> None:
-    lease_api.put('ns', 'kopf-shard-test-garbage', {'holderIdentity': 'x', 'leaseDurationSeconds': 15})
-    garbage = lease_api.leases[('ns', 'kopf-shard-test-garbage')]['metadata']
-    garbage['labels'] = {membership.LABEL: 'kopf-shard-test'}
-    garbage['annotations'] = {membership.SERVING: 'all of them!', membership.HASHED_FIELD: 'uid'}
-    replica = replicas('a')
-    mine = sharding.assign([replica.name, 'kopf-shard-test-garbage'])[replica.name]
+    ghost = forge(lease_api, 'ghost', duration=2147483647)
+    members = [replicas(name) for name in ('a', 'b')]
     await asyncio.sleep(10)
-    assert ledger.active.get(replica.name, frozenset()) == frozenset()  # everything is claimed by the garbage
+    shares = sharding.assign([ghost] + [replica.name for replica in members])
+    assert all(ledger.active.get(replica.name) == shares[replica.name] for replica in members)  # alive for now
+    took = await until(lambda: split_as_assigned(ledger, members))
+    cap = memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration
+    assert cap <= took <= cap + 2 * TIMINGS.retry_period + STOP_DELAY
+    assert ledger.total() == sharding.ALL_SLOTS
+    said = warnings_about(caplog, f"ns/{ghost} held by 'ghost' asks for leaseDurationSeconds=2147483647")
+    assert len(said) == 2  # once by each replica, not in every round
+    assert "it is judged by 60s since it last changed" in said[0]
+    await until(lambda: ('ns', ghost) not in lease_api.leases, timeout=membership.GC_DURATIONS * cap + 10)
+
+
+@pytest.mark.looptime
+async def test_64_forged_leases_leave_the_real_replicas_their_share_after_the_cap(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    ghosts = [forge(lease_api, f'ghost-{index}') for index in range(64)]
+    members = [replicas(name) for name in ('a', 'b')]
+    await asyncio.sleep(10)
+    assert len(ledger.total()) < 8  # the ghosts' shares are served by nobody while they are alive
+    took = await until(lambda: split_as_assigned(ledger, members))
+    assert took <= memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration + 2 * TIMINGS.retry_period + 1
+    assert ledger.total() == sharding.ALL_SLOTS
+    for ghost in ghosts:
+        assert len(warnings_about(caplog, f"ns/{ghost} held by", "asks for leaseDurationSeconds")) == 2
+
+
+@pytest.mark.looptime
+async def test_a_forged_claim_of_all_slots_is_named_and_ends_with_the_cap(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    members = [replicas(name) for name in ('a', 'b')]
+    await until(lambda: split_as_assigned(ledger, members))
+    forged_at = asyncio.get_running_loop().time()
+    ghost = forge(lease_api, 'ghost', serving='0-63')
+    shares = sharding.assign([ghost] + [replica.name for replica in members])
+    await asyncio.sleep(TIMINGS.lease_duration + 2 * TIMINGS.retry_period)
+    # The real replicas keep their share of the split with the ghost: its claims take nothing from them.
+    assert all(ledger.active.get(replica.name) == shares[replica.name] for replica in members)
+    said = warnings_about(caplog, f"ns/{ghost} claims the slots")
+    assert len(said) == 2  # once by each replica
+    assert f"claims the slots {sharding.format_slots(sharding.ALL_SLOTS - shares[ghost])} beyond its share" in said[0]
+    took = await until(lambda: split_as_assigned(ledger, members)) - forged_at
+    cap = memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration
+    assert cap <= took <= cap + 2 * TIMINGS.retry_period + STOP_DELAY
+
+
+@pytest.mark.looptime
+async def test_a_forged_claim_kept_renewed_takes_only_its_share_and_is_named(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    members = [replicas(name) for name in ('a', 'b')]
+    await until(lambda: split_as_assigned(ledger, members))
+    for second in range(0, 120, 2):  # the limit: whoever may write Leases can keep one alive
+        ghost = forge(lease_api, 'ghost', serving='0-63', duration=15, renew_time=f'2026-01-01T00:{second // 60:02}:'
+                                                                                    f'{second % 60:02}.000000Z')
+        await asyncio.sleep(2)
+    shares = sharding.assign([ghost] + [replica.name for replica in members])
+    assert all(ledger.active.get(replica.name) == shares[replica.name] for replica in members)
+    assert len(warnings_about(caplog, f"ns/{ghost} claims the slots")) == 2  # not one per renewal or round
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize('holder, serving, field, name, flaw', [
+    ('x', 'all of them!', 'uid', None, "kopf.zalando.org/shard-serving annotation is unreadable"),
+    ('x', '0-63,0-63', 'uid', None, "would be '0-63'"),
+    ('x', '0-3,7,4-6', 'uid', None, "would be '0-7'"),
+    ('x', '0-' + '0' * 1000 + '63', 'uid', None, "longer than any slots' notation"),
+    ('x', '0-63', 'uuid', None, "its kopf.zalando.org/shard-by is 'uuid'"),
+    ('x', '0-63', 'uid', 'kopf-shard-test-garbage', "a replica holding it as 'x' would name it"),
+])
+async def test_a_lease_that_no_replica_writes_is_ignored_at_once_and_named(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any, caplog: pytest.LogCaptureFixture,
+        holder: str, serving: str, field: str, name: Optional[str], flaw: str) -> None:
+    garbage = forge(lease_api, holder, serving=serving, field=field, name=name, duration=15)
+    replica = replicas('a')
+    took = await until(lambda: ledger.active.get(replica.name) == sharding.ALL_SLOTS)
+    assert took <= 2 * TIMINGS.retry_period  # not after the garbage's lease duration
+    await asyncio.sleep(TIMINGS.lease_duration)
+    said = warnings_about(caplog, f"The sharding's Lease ns/{garbage} is not a replica's")
+    assert len(said) == 1
+    assert flaw in said[0]
+    assert "It is ignored (not a member, its claims not honoured)" in said[0]
+    await until(lambda: ('ns', garbage) not in lease_api.leases)  # deleted when dead for long
+
+
+@pytest.mark.looptime
+async def test_a_renew_time_in_the_future_is_said_once(
+        replicas: Callable[[str], Replica], ledger: Ledger, lease_api: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    ghost = forge(lease_api, 'ghost', duration=15, renew_time='2090-01-01T00:00:00.000000Z')
+    replica = replicas('a')
     took = await until(lambda: ledger.active.get(replica.name) == sharding.ALL_SLOTS)
     assert TIMINGS.lease_duration <= took <= TIMINGS.lease_duration + 2 * TIMINGS.retry_period
-    assert mine  # it did have a share, which it could not take while the garbage was alive
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len([w for w in warnings if 'unreadable' in w]) == 1
-    assert "kopf-shard-test-garbage has an unreadable kopf.zalando.org/shard-serving annotation" in warnings[0]
-    await until(lambda: ('ns', 'kopf-shard-test-garbage') not in lease_api.leases)  # deleted when dead for long
+    said = warnings_about(caplog, f"ns/{ghost} held by 'ghost' has a renewTime in the future")
+    assert len(said) == 1
+    assert "it expires 15s after it was last seen to change" in said[0]
 
 
 @pytest.mark.looptime
@@ -287,7 +391,7 @@ async def test_a_peer_hashing_another_field_blocks_taking_over(
     first = replicas('a')
     await until(lambda: ledger.total() == sharding.ALL_SLOTS)
     second = replicas('b')
-    second.member.field = 'namespace'
+    second.member.field = second.member.judge.field = 'namespace'
     await asyncio.sleep(10)
     assert ledger.active.get(second.name, frozenset()) == frozenset()  # 'a' claims all, 'b' waits
     assert ledger.active[first.name] == sharding.assign([first.name, second.name])[first.name]  # 'a' let go

@@ -128,11 +128,25 @@ def test_garbage_in_the_annotation_is_refused(text: str) -> None:
         sharding.parse_slots(text)
 
 
+@pytest.mark.parametrize('text', ['0-63,0-63', '7,0-3', '0-3,4', '01', ' 3', '3,', '0 - 3', '0-0'])
+def test_only_the_notation_as_replicas_write_it_is_read(text: str) -> None:
+    with pytest.raises(ValueError, match=r"not as the replicas write the slots|not a slot"):
+        sharding.parse_slots(text)
+
+
+def test_a_notation_longer_than_any_is_refused_before_it_is_read() -> None:
+    longest = sharding.format_slots(range(0, sharding.SLOTS, 2))
+    assert len(longest) <= sharding.MAX_SLOTS_TEXT
+    with pytest.raises(ValueError, match="longer than any slots' notation"):
+        sharding.parse_slots(','.join(['0-63'] * 100_000))
+
+
 def test_a_plan_releases_what_is_not_ours_and_claims_only_free_slots() -> None:
     me, other = 'a', 'b'
     owned = sharding.assign([me, other])
     peer = sharding.Peer(name=other, alive=True, claims=owned[me] | owned[other])  # not let go yet
     plan = sharding.plan(me=me, peers=[peer], serving=sharding.ALL_SLOTS)
+    assert plan.shares == owned  # every live member's, from the members alone, not from their claims
     assert plan.mine == owned[me]
     assert plan.release == owned[other]
     assert plan.claim == frozenset()  # ours, but the other one still claims them

@@ -18,8 +18,10 @@ watch-stream of them where permitted (see :mod:`leasewatching`): a change is
 then seen when it happens rather than at the next listing, and an arrival or
 a departure wakes the others at once. A Lease is alive while it has a holder
 and was seen to change (on the reader's own clock) within its lease's
-duration. Leases dead for long (:data:`GC_DURATIONS` of their durations) are
-deleted by any member; a member that exits gracefully deletes its own.
+duration, capped; a Lease that no replica would write is not a member (see
+:mod:`memberjudging`). Leases dead for long (:data:`GC_DURATIONS` of their
+durations) are deleted by any member; a member that exits gracefully deletes
+its own.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.structs import shards
-from kopf._core.engines import leases, leasewatching, sharding
+from kopf._core.engines import leases, leasewatching, memberjudging, sharding
 
 logger = logging.getLogger('kopf.engines.membership')
 
@@ -85,6 +87,8 @@ class Member:
         self.own = leases.Observation()  # of our own Lease, as last written (or read on a conflict)
         self.others: Dict[str, leases.Observation] = {}
         self.said: Set[Tuple[str, str, Any]] = set()  # the oddities said once: (kind, lease, what)
+        self.judge = memberjudging.Judge(namespace=ref.namespace, field=field, timings=timings,
+                                         name_of=lambda holder: lease_name(prefix, holder))
 
     @property
     def name(self) -> str:
@@ -142,6 +146,7 @@ class Member:
             peers.append(self._judge(name, body, now=now))
         for name in set(self.others) - seen:
             del self.others[name]
+            self.judge.forget(name)
         await self._collect_garbage(peers, now=now)
         return peers
 
@@ -150,28 +155,9 @@ class Member:
         observation = self.others.setdefault(name, leases.Observation())
         if not leasewatching.is_older(record, observation.record):
             observation.notice(record, now=now)
-        alive = bool(record.holder) and now < observation.changed_at + leases.effective_duration(record, self.timings)
         annotations = (body.get('metadata') or {}).get('annotations') or {}
-        field = annotations.get(HASHED_FIELD)
-        claims = self._read_claims(name, annotations.get(SERVING, ''), alive=alive)
-        if alive and field != self.field:
-            self._say_once('field', name, field, logging.WARNING,
-                           f"The sharding's Lease {self.ref.namespace}/{name} hashes {field!r}, this replica "
-                           f"hashes {self.field!r}: no slot is taken over while it is alive (set the same "
-                           f"settings.sharding.hashed_field on all replicas).")
-            claims = sharding.ALL_SLOTS
-        return sharding.Peer(name=name, alive=alive, claims=claims, field=field)
-
-    def _read_claims(self, name: str, text: Any, *, alive: bool) -> sharding.Slots:
-        try:
-            return sharding.parse_slots(text if isinstance(text, str) else '?')
-        except ValueError as e:
-            if alive:
-                self._say_once('claims', name, text, logging.WARNING,
-                               f"The sharding's Lease {self.ref.namespace}/{name} has an unreadable "
-                               f"{SERVING} annotation ({e}): all slots are taken as served by it until it "
-                               f"is rewritten by its holder or expires.")
-            return sharding.ALL_SLOTS
+        return self.judge.peer(name, observation, field=annotations.get(HASHED_FIELD),
+                               text=annotations.get(SERVING), now=now)
 
     async def follow(self, wakeup: asyncio.Event) -> None:
         """Watch the group's Leases until cancelled; wake the sharder when a member comes, goes, or lets go."""
@@ -181,6 +167,7 @@ class Member:
                 return
             if kind == 'DELETED':
                 self.others.pop(name, None)
+                self.judge.forget(name)
                 wakeup.set()
                 return
             record = leases.LeaseRecord.parse(body)
@@ -198,7 +185,7 @@ class Member:
 
     def next_expiry(self, *, now: float) -> Optional[float]:
         """When the first of the live members' Leases expires (as seen here), if it is not renewed meanwhile."""
-        expiries = [observation.changed_at + leases.effective_duration(observation.record, self.timings)
+        expiries = [observation.changed_at + memberjudging.capped_duration(observation.record, self.timings)
                     for observation in self.others.values()
                     if observation.record is not None and observation.record.holder]
         return min((expiry for expiry in expiries if expiry > now), default=None)
@@ -209,7 +196,7 @@ class Member:
             observation = self.others[peer.name]
             if peer.alive or observation.record is None:
                 continue
-            duration = leases.effective_duration(observation.record, self.timings)
+            duration = memberjudging.capped_duration(observation.record, self.timings)
             if now >= observation.changed_at + GC_DURATIONS * duration:
                 try:
                     await self.client.delete_object(leases.LEASES, namespace=self.ref.namespace, name=peer.name)

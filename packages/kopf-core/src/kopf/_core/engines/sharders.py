@@ -193,6 +193,7 @@ class Sharder:
         if peers is None:
             return
         plan = sharding.plan(me=self.member.name, peers=peers, serving=self.serving)
+        self.member.judge.notice_overclaims(peers, plan.shares, now=asyncio.get_running_loop().time())
         self.claims = self.serving | (self.claims & plan.mine)  # pending claims of slots not ours: dropped
         if plan.release:
             async with self.serving_lock:

@@ -33,6 +33,9 @@ FIELDS: Mapping[str, str] = {'uid': 'object.metadata.uid', 'namespace': 'object.
 
 Slots = FrozenSet[int]
 
+# The longest notation of any slots: at most 32 separate runs of up to "nn-nn" and their commas.
+MAX_SLOTS_TEXT = 6 * SLOTS // 2
+
 
 def score(member: str, slot: int) -> int:
     """The member's score for the slot: the highest score takes it (ties go to the lower name)."""
@@ -93,9 +96,16 @@ def format_slots(slots: Collection[int]) -> str:
 
 
 def parse_slots(text: str) -> Slots:
-    """Read the annotation's notation; ``ValueError`` if it is not one (e.g. edited by hand)."""
+    """
+    Read the annotation's notation; ``ValueError`` if it is not one (e.g. edited by hand).
+
+    Only the notation exactly as :func:`format_slots` writes it is accepted (ascending,
+    separate runs, no spaces): anything else was not written by a replica.
+    """
+    if len(text) > MAX_SLOTS_TEXT:
+        raise ValueError(f"longer than any slots' notation: {len(text)} characters")
     found: List[int] = []
-    for part in filter(None, (part.strip() for part in text.split(','))):
+    for part in filter(None, text.split(',')):
         first, sep, last = part.partition('-')
         if not first.isdigit() or (sep and not last.isdigit()):
             raise ValueError(f"not a slot or a range of slots: {part!r}")
@@ -103,7 +113,11 @@ def parse_slots(text: str) -> Slots:
         if not low <= high < SLOTS:
             raise ValueError(f"slots must be within 0..{SLOTS - 1} and ascending: {part!r}")
         found.extend(range(low, high + 1))
-    return frozenset(found)
+    slots = frozenset(found)
+    if format_slots(slots) != text:
+        raise ValueError(f"not as the replicas write the slots (ascending, separate runs, e.g. '0-3,7'): "
+                         f"{text!r} would be {format_slots(slots)!r}")
+    return slots
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,13 +135,14 @@ class Plan:
     mine: Slots  # assigned to this member by the live membership
     release: Slots  # served here, but not ours anymore: stop them, then publish it
     claim: Slots  # ours, not served here, and claimed by no live member: claim, verify, start
+    shares: Mapping[str, Slots] = dataclasses.field(default_factory=dict)  # every live member's (ours too)
 
 
 def plan(*, me: str, peers: Sequence[Peer], serving: Slots) -> Plan:
     """What this member does now: let go of what is not its own; claim what is its own and free."""
-    members = [me] + [peer.name for peer in peers if peer.alive]
-    mine = assign(members)[me]
-    return Plan(mine=mine, release=serving - mine, claim=mine - serving - claimed(peers))
+    shares = assign([me] + [peer.name for peer in peers if peer.alive])
+    mine = shares[me]
+    return Plan(mine=mine, release=serving - mine, claim=mine - serving - claimed(peers), shares=shares)
 
 
 def claimed(peers: Sequence[Peer]) -> Slots:
