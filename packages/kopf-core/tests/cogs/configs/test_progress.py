@@ -193,6 +193,7 @@ def test_annotations_storage_fetches_the_first_found_key(annotations: dict[str, 
     pytest.param({}, id='absent'),
     pytest.param({'kopf.zalando.org/other': ENCODED}, id='other-key'),
     pytest.param({'kopf.zalando.org/create_fn': 'not json'}, id='invalid-json'),
+    pytest.param({'kopf.zalando.org/create_fn': '[' * 90_000}, id='too-deep'),
     pytest.param({'kopf.zalando.org/create_fn': '"a string"'}, id='not-an-object'),
 ])
 def test_annotations_storage_fetches_nothing_if_there_is_no_record(annotations: dict[str, str]) -> None:

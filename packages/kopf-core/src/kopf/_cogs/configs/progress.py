@@ -105,7 +105,7 @@ def decode_record(value: Any) -> Optional[ProgressRecord]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # anyone who may patch the object may nest it too deep
             return None
     if not isinstance(value, Mapping):
         return None
