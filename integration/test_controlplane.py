@@ -464,5 +464,10 @@ def test_shell_commands_start_and_stop_a_background_cluster(local: Cluster, tmp_
     pids = json.loads((tmp_path / 'state.json').read_text())['pids']
     assert started.stdout == f'export KUBECONFIG={tmp_path / "admin.kubeconfig"}\n'
     assert run('status').returncode == 0
+    made = run('kubeconfig', '--service-account', 'default/operator')  # a bearer token in the state directory
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == f'{tmp_path / "serviceaccount-default-operator.kubeconfig"}\n'
     assert run('stop').returncode == 0
     assert [pid for pid in pids.values() if not _is_gone(pid)] == []
+    left = {str(path.relative_to(tmp_path)) for path in tmp_path.rglob('*')}
+    assert left and {name.split('/')[0] for name in left} == {'logs'}  # no kubeconfig, key, token or state
