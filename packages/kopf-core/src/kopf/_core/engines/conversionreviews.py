@@ -19,10 +19,9 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple,
 
 from kopf._core.engines import admission
 
-# The most objects converted in one review. The apiservers convert the stored objects one by one
-# (a review per object read from etcd); reviews of many objects are rare, and the largest ones that
-# fit into a webhook server's body limit (8 MiB) with real objects (200+ bytes each) are ~40,000.
-# At ~10 µs per object of the framework's own time (a trivial function), this is ~0.1 s per review.
+# The most objects converted in one review. Real objects (200+ bytes of metadata each) fit ~40,000
+# at most into a webhook server's body limit (8 MiB); at ~25 µs of the framework's own CPU per object
+# (measured with a trivial function on a loaded 2-core VM), the limit is ~0.25 s per review.
 MAX_OBJECTS = 10_000
 
 
