@@ -133,3 +133,12 @@ def test_what_is_not_json_is_a_value_error_as_in_json_loads(text: str) -> None:
     with pytest.raises(ValueError) as error:
         boundedjson.loads(text, BOUNDS)
     assert not isinstance(error.value, boundedjson.BoundExceededError)
+
+
+def test_tally_adds_up_the_pieces_and_refuses_at_the_first_excessive_one() -> None:
+    tally = boundedjson.Tally(BOUNDS)
+    tally.add(b'[' + b'{},' * 4)
+    tally.add(b'{},' * 4)  # 9 containers so far
+    assert (tally.size, tally.openings, tally.closings, tally.commas) == (25, 9, 8, 8)
+    with pytest.raises(boundedjson.BoundExceededError, match=r"more than 10 containers"):
+        tally.add(b'{},{}]')

@@ -61,22 +61,40 @@ def loads(text: str, bounds: Bounds) -> Any:
 
 def check(raw: bytes, bounds: Bounds) -> None:
     """Refuse the text (UTF-8) with :class:`BoundExceededError` if it goes beyond the bounds."""
-    if len(raw) > bounds.size:
-        raise BoundExceededError(f"it has more than {_format_size(bounds.size)}")
-
-    # Each container has one opening and one closing bracket: counting both bounds the work below too.
-    openings = raw.count(b'{') + raw.count(b'[')
-    closings = raw.count(b'}') + raw.count(b']')
-    if max(openings, closings) > bounds.containers:
-        raise BoundExceededError(f"it has more than {bounds.containers:,} containers ({{}} and [])")
-
-    # Every item but the first one of a container follows a comma.
-    if raw.count(b',') + openings > bounds.items:
-        raise BoundExceededError(f"it has more than {bounds.items:,} items in its containers")
-
-    depth = measure_depth(raw)
+    Tally(bounds).add(raw)
+    depth = measure_depth(raw)  # its cost is bounded by the containers' count, checked by now
     if depth > bounds.depth:
         raise BoundExceededError(f"it is nested deeper than {bounds.depth:,} levels")
+
+
+class Tally:
+    """
+    The size and the counts of a text, added up piece by piece: refused as soon as it goes beyond.
+
+    So a text that comes in pieces (e.g. while it is being unpacked) is refused after its first
+    excessive piece, not after all of it. The depth is not measured here (see :func:`check`).
+    """
+
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
+        self.size = 0
+        self.openings = 0
+        self.closings = 0
+        self.commas = 0
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        self.openings += piece.count(b'{') + piece.count(b'[')
+        self.closings += piece.count(b'}') + piece.count(b']')
+        self.commas += piece.count(b',')
+        if self.size > self.bounds.size:
+            raise BoundExceededError(f"it has more than {_format_size(self.bounds.size)}")
+        # Each container has one opening and one closing bracket: counting both bounds the depth's measuring.
+        if max(self.openings, self.closings) > self.bounds.containers:
+            raise BoundExceededError(f"it has more than {self.bounds.containers:,} containers ({{}} and [])")
+        # Every item but the first one of a container follows a comma.
+        if self.commas + self.openings > self.bounds.items:
+            raise BoundExceededError(f"it has more than {self.bounds.items:,} items in its containers")
 
 
 def measure_depth(raw: bytes) -> int:

@@ -77,6 +77,9 @@ distinct keys; measured on a busy machine of 2 cores), instead of seconds and 80
 """
 
 
+_UNPACKING_STEP = 256 * 1024  # bytes: how much is unpacked before it is counted
+
+
 class Form(enum.Enum):
     """The forms in which the diff-base is (or is not) on the object."""
     PLAIN = 'plain'  # Kopf's format: compact JSON
@@ -94,22 +97,40 @@ def unpack(value: Any) -> Optional[str]:
     """
     The plain value of a packed one; ``None`` if it is not packed by us (or is broken).
 
-    Raises :class:`boundedjson.BoundExceededError` if it unpacks into more than the diff-base
-    may be (:data:`READ_BOUNDS`): the decompression stops there, whatever the rest would be.
+    Raises :class:`boundedjson.BoundExceededError` as soon as what is unpacked goes beyond
+    what a diff-base may be (:data:`READ_BOUNDS`), without unpacking the rest.
     """
     if not isinstance(value, str) or not value.startswith(PACKED_HEADER):
         return None
     try:
         compressed = base64.b64decode(value[len(PACKED_HEADER):], validate=True)
-        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # the gzip container
-        data = decompressor.decompress(compressed, READ_BOUNDS.size + 1)  # one byte more: to see the excess
-        if len(data) > READ_BOUNDS.size:
-            raise boundedjson.BoundExceededError(f"it unpacks into more than {format_size(READ_BOUNDS.size)}")
-        if not decompressor.eof:
-            return None  # truncated
-        return data.decode('utf-8')
+        data = _decompress(compressed)
+        return data.decode('utf-8') if data is not None else None
     except (binascii.Error, zlib.error, UnicodeDecodeError):
         return None
+
+
+def _decompress(compressed: bytes) -> Optional[bytes]:
+    """
+    The gzip-decompressed data, in steps: each is counted, and the first excessive one stops it.
+
+    A few KiB of a forged value may unpack into megabytes of ``{},{},…``: it is refused
+    after its first ~100,000 containers (a step or two), not after its whole size.
+    """
+    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # the gzip container
+    tally = boundedjson.Tally(READ_BOUNDS)
+    chunks: List[bytes] = []
+    pending = compressed
+    while not decompressor.eof:
+        chunk = decompressor.decompress(pending, _UNPACKING_STEP)
+        if not chunk and not decompressor.eof:
+            return None  # truncated: no more input, and no end of the data
+        if tally.size + len(chunk) > READ_BOUNDS.size:
+            raise boundedjson.BoundExceededError(f"it unpacks into more than {format_size(READ_BOUNDS.size)}")
+        tally.add(chunk)
+        chunks.append(chunk)
+        pending = decompressor.unconsumed_tail
+    return b''.join(chunks)
 
 
 def json_size(value: Any) -> int:
