@@ -12,7 +12,7 @@ a split by the quotes), a fraction of what the parsing itself costs.
 
 The containers and the items are counted by their characters wherever they are,
 in the strings too: it can only count more than there is, it needs no tokenizing,
-and any real record stays far below the bounds either way. The depth is exact
+and a real record stays below the bounds either way. The depth is exact
 (the brackets in the strings are left out), since the strings could otherwise
 hide the closing brackets and so a deep nesting.
 """
