@@ -394,6 +394,20 @@ def test_a_lease_held_with_a_renew_time_in_the_far_future_is_said_and_taken_over
     wait_for_call(calls_file, obj='obj', handler='create', pid=pid_of(process))
 
 
+def test_a_strangers_lease_of_68_years_is_said_and_taken_over_after_4_lease_durations(
+        cluster: Cluster, namespace: str, replicas: Replicas) -> None:
+    put_lease(cluster, namespace, {'holderIdentity': 'stranger', 'leaseDurationSeconds': 2147483647})
+    started_at = time.time()
+    process = replicas.start('a')
+    became_leader(process, timeout=90)
+    assert time.time() - started_at >= 4 * LEASE_DURATION  # never renewed: 4 of our lease durations, not 68 years
+    lines = [line for line in process.log.splitlines() if 'asks for leaseDurationSeconds' in line]
+    assert len(lines) == 1
+    assert (f"The Lease {namespace}/{LEASE} held by 'stranger' asks for leaseDurationSeconds=2147483647, "
+            f"more than 4 times this replica's lease duration: it is judged by 24s since it last changed") in lines[0]
+    assert lease_spec(cluster, namespace)['holderIdentity'] != 'stranger'
+
+
 def test_a_lease_without_a_duration_is_said_and_judged_by_ours(
         cluster: Cluster, namespace: str, replicas: Replicas) -> None:
     put_lease(cluster, namespace, {'holderIdentity': 'ghost'})

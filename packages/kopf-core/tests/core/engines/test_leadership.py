@@ -254,3 +254,59 @@ async def test_a_follower_is_never_renewed(lease_api: Any, replicas: Callable[..
     follower = replicas('follower')
     await asyncio.sleep(5)
     assert leader.elector.renewed() and not follower.elector.renewed()
+
+
+FOREVER = 2147483647  # the largest leaseDurationSeconds that the API server accepts: 68 years
+CAPPED = ("The Lease ns/lease held by 'stranger' asks for leaseDurationSeconds=2147483647, more than 4 times "
+          "this replica's lease duration: it is judged by 60s since it last changed (set the same "
+          "settings.leader_election timings on all replicas; only the operator's service account should write "
+          "the Leases in 'ns').")
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize('watch', [True, False])
+async def test_a_strangers_lease_of_68_years_is_taken_over_after_4_lease_durations(
+        lease_api: Any, replicas: Callable[..., Replica], caplog: pytest.LogCaptureFixture, watch: bool) -> None:
+    caplog.set_level(logging.WARNING)
+    lease_api.put('ns', 'lease', {'holderIdentity': 'stranger', 'leaseDurationSeconds': FOREVER,
+                                  'renewTime': '2026-01-01T00:00:00.000000Z', 'leaseTransitions': 2})
+    replica = replicas('me', watch=watch)  # watched: it sleeps until the expiry; polled: sees it unchanged
+    assert await until(replica.leading) == 60  # never renewed: 4 of our 15s since it was first seen
+    assert lease_api.spec('ns', 'lease')['holderIdentity'] == 'me'
+    assert lease_api.spec('ns', 'lease')['leaseTransitions'] == 3
+    assert [r.getMessage() for r in caplog.records] == [CAPPED]
+
+
+@pytest.mark.looptime
+async def test_a_lease_taken_from_the_leader_for_68_years_comes_back_after_the_cap_each_time_said(
+        lease_api: Any, replicas: Callable[..., Replica], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    leader = replicas('leader')
+    await until(leader.leading)
+    for taken_at in [3, 70]:
+        await asyncio.sleep(taken_at - asyncio.get_running_loop().time())
+        lease_api.put('ns', 'lease', {'holderIdentity': 'stranger', 'leaseDurationSeconds': FOREVER})
+        assert await until_cleared(leader.leading) == pytest.approx(taken_at, abs=0.2)
+        assert await until(leader.leading) == pytest.approx(taken_at + 60, abs=0.2)
+    assert [r.getMessage() for r in caplog.records] == [CAPPED, CAPPED]  # once per taking, not per round
+
+
+@pytest.mark.looptime
+async def test_a_lease_kept_renewed_by_a_stranger_is_theirs_and_said_once_not_per_renewal(
+        lease_api: Any, replicas: Callable[..., Replica], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+
+    async def renew_forever() -> None:
+        for year in range(2990, 3100):  # a renewTime in the future, a new one each time
+            lease_api.put('ns', 'lease', {'holderIdentity': 'stranger', 'leaseDurationSeconds': FOREVER,
+                                          'renewTime': f'{year}-01-01T00:00:00.000000Z'})
+            await asyncio.sleep(2)
+
+    stranger = asyncio.create_task(renew_forever())
+    watching, polling = replicas('watching'), replicas('polling', watch=False)
+    await asyncio.sleep(200)
+    stranger.cancel()
+    assert not watching.leading.is_set() and not polling.leading.is_set()  # the limit: only RBAC stops this
+    future = ("The Lease ns/lease held by 'stranger' has a renewTime in the future (2990-01-01T00:00:00.000000Z): "
+              "the time in the Lease is ignored; it expires 60s after it last changed.")
+    assert sorted(r.getMessage() for r in caplog.records) == sorted([CAPPED, future] * 2)  # one of each per replica

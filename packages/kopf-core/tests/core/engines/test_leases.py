@@ -75,6 +75,24 @@ def test_the_holders_own_duration_is_respected() -> None:
     assert leases.decide(observation=observation, identity='me', now=159, timings=TIMINGS) == leases.Verdict.WAIT
 
 
+def test_a_duration_of_68_years_counts_for_4_of_ours() -> None:
+    record = leases.LeaseRecord(holder='stranger', duration=2147483647, renew_time='2999-01-01T00:00:00.000000Z')
+    observation = observed(record, at=100)
+    observation.notice(record, now=150)  # the same: not a renewal
+    assert leases.expires_in(observation=observation, now=110, timings=TIMINGS) == 50
+    assert leases.decide(observation=observation, identity='me', now=159.9, timings=TIMINGS) == leases.Verdict.WAIT
+    assert leases.decide(observation=observation, identity='me', now=160, timings=TIMINGS) == leases.Verdict.ACQUIRE
+    assert leases.effective_duration(record, TIMINGS) == leases.MAX_DURATION_FACTOR * 15 == 60
+    assert leases.asked_duration(record, TIMINGS) == 2147483647
+
+
+def test_a_duration_of_68_years_renewed_is_waited_for() -> None:
+    observation = observed(leases.LeaseRecord(holder='stranger', duration=2147483647, renew_time='t1'), at=100)
+    observation.notice(leases.LeaseRecord(holder='stranger', duration=2147483647, renew_time='t2'), now=150)
+    assert leases.decide(observation=observation, identity='me', now=209.9, timings=TIMINGS) == leases.Verdict.WAIT
+    assert leases.decide(observation=observation, identity='me', now=210, timings=TIMINGS) == leases.Verdict.ACQUIRE
+
+
 def test_acquiring_writes_the_holder_times_and_a_transition() -> None:
     record = leases.LeaseRecord(holder='them', duration=15, acquire_time='old', transitions=3)
     spec = leases.held_spec(record, identity='me', moment=MOMENT, timings=TIMINGS)

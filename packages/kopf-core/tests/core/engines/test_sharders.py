@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Dict, FrozenSet, List, Optional
 import pytest
 
 from kopf._cogs.clients import protocols
-from kopf._core.engines import leases, memberjudging, membership, sharders, sharding
+from kopf._core.engines import leases, membership, sharders, sharding
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 STOP_DELAY = 1.0  # how long stopping the slots' streams, workers and daemons takes in these tests
@@ -257,7 +257,7 @@ async def test_a_68_year_lease_that_nobody_renews_expires_after_the_cap(
     shares = sharding.assign([ghost] + [replica.name for replica in members])
     assert all(ledger.active.get(replica.name) == shares[replica.name] for replica in members)  # alive for now
     took = await until(lambda: split_as_assigned(ledger, members))
-    cap = memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration
+    cap = leases.MAX_DURATION_FACTOR * TIMINGS.lease_duration
     assert cap <= took <= cap + 2 * TIMINGS.retry_period + STOP_DELAY
     assert ledger.total() == sharding.ALL_SLOTS
     said = warnings_about(caplog, f"ns/{ghost} held by 'ghost' asks for leaseDurationSeconds=2147483647")
@@ -275,7 +275,7 @@ async def test_64_forged_leases_leave_the_real_replicas_their_share_after_the_ca
     await asyncio.sleep(10)
     assert len(ledger.total()) < 8  # the ghosts' shares are served by nobody while they are alive
     took = await until(lambda: split_as_assigned(ledger, members))
-    assert took <= memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration + 2 * TIMINGS.retry_period + 1
+    assert took <= leases.MAX_DURATION_FACTOR * TIMINGS.lease_duration + 2 * TIMINGS.retry_period + 1
     assert ledger.total() == sharding.ALL_SLOTS
     for ghost in ghosts:
         assert len(warnings_about(caplog, f"ns/{ghost} held by", "asks for leaseDurationSeconds")) == 2
@@ -297,7 +297,7 @@ async def test_a_forged_claim_of_all_slots_is_named_and_ends_with_the_cap(
     assert len(said) == 2  # once by each replica
     assert f"claims the slots {sharding.format_slots(sharding.ALL_SLOTS - shares[ghost])} beyond its share" in said[0]
     took = await until(lambda: split_as_assigned(ledger, members)) - forged_at
-    cap = memberjudging.MAX_DURATION_FACTOR * TIMINGS.lease_duration
+    cap = leases.MAX_DURATION_FACTOR * TIMINGS.lease_duration
     assert cap <= took <= cap + 2 * TIMINGS.retry_period + STOP_DELAY
 
 

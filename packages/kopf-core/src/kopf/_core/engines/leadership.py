@@ -25,7 +25,7 @@ import datetime
 import logging
 import os
 import re
-from typing import Any, Collection, Mapping, Optional, Set, Tuple
+from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from kopf._cogs.aiokits import aiowaiting
 from kopf._cogs.clients import errors as apierrors
@@ -175,7 +175,7 @@ class Elector:
         self.wakeup = asyncio.Event()
         self.attempted = asyncio.Event()  # the first attempt is over (its troubles, if any, are said)
         self.troubles = _Troubles(ref, timings)
-        self.oddities: Set[Tuple[str, Any]] = set()
+        self.oddities: Dict[str, Any] = {}  # the oddities of another holder's Lease said: kind -> state
         self.standing_by_for: Optional[str] = None  # the holder last said to lead while we wait
         self.renewed_at: Optional[float] = None  # loop time of the last successful renewal's request
 
@@ -292,7 +292,7 @@ class Elector:
         self.troubles.over()
         if held:
             self.renewed_at = now  # when the request was sent: no later than the server's renewTime
-        elif self.observation.record is not None:
+        if self.observation.record is not None:
             self._notice_oddities(self.observation.record)
         return held
 
@@ -319,25 +319,37 @@ class Elector:
         self.watched = watching
 
     def _notice_oddities(self, record: leases.LeaseRecord) -> None:
-        """A Lease edited into nonsense: say it once per nonsense, and say what is done about it."""
+        """A Lease edited into nonsense: each oddity said once while it lasts (and again if it comes back)."""
         if not record.holder or record.holder == self.identity:
+            self.oddities.clear()  # ours or free: whatever comes next is said anew
             return
+        duration = leases.effective_duration(record, self.timings)
         if record.duration is None or record.duration <= 0:
-            key = ('duration', record.essence)
-            if key not in self.oddities:
-                self.oddities.add(key)
-                logger.warning(f"The Lease {self.ref} held by {record.holder!r} has no valid leaseDurationSeconds "
-                               f"({record.duration!r}): it is judged by ours, {self.timings.lease_duration:g}s "
-                               f"since it last changed.")
+            self._say_once('duration', (record.holder, record.duration),
+                           f"The Lease {self.ref} held by {record.holder!r} has no valid leaseDurationSeconds "
+                           f"({record.duration!r}): it is judged by ours, {duration:g}s since it last changed.")
+        elif duration < record.duration:
+            self._say_once('duration', (record.holder, record.duration),
+                           f"The Lease {self.ref} held by {record.holder!r} asks for leaseDurationSeconds="
+                           f"{record.duration}, more than {leases.MAX_DURATION_FACTOR} times this replica's lease "
+                           f"duration: it is judged by {duration:g}s since it last changed (set the same "
+                           f"settings.leader_election timings on all replicas; only the operator's service "
+                           f"account should write the Leases in {self.ref.namespace!r}).")
+        else:
+            self.oddities.pop('duration', None)
         renewed = leases.parse_micro_time(record.renew_time)
-        horizon = _wall_now() + datetime.timedelta(seconds=leases.effective_duration(record, self.timings))
-        if renewed is not None and renewed > horizon:
-            key = ('future', record.essence)
-            if key not in self.oddities:
-                self.oddities.add(key)
-                logger.warning(f"The Lease {self.ref} held by {record.holder!r} has a renewTime in the future "
-                               f"({record.renew_time}): the time in the Lease is ignored; it expires "
-                               f"{leases.effective_duration(record, self.timings):g}s after it last changed.")
+        if renewed is not None and renewed > _wall_now() + datetime.timedelta(seconds=duration):
+            self._say_once('future', record.holder,
+                           f"The Lease {self.ref} held by {record.holder!r} has a renewTime in the future "
+                           f"({record.renew_time}): the time in the Lease is ignored; it expires "
+                           f"{duration:g}s after it last changed.")
+        else:
+            self.oddities.pop('future', None)
+
+    def _say_once(self, kind: str, state: Any, message: str) -> None:
+        if self.oddities.get(kind) != state:
+            self.oddities[kind] = state
+            logger.warning(message)
 
 
 def _wall_now() -> datetime.datetime:

@@ -16,6 +16,13 @@ that the Lease reads the same to ``kubectl`` and to other tools:
   duration (the time of the observation, on the candidate's own clock).
   A ``renewTime`` in the far future is therefore harmless: an abandoned Lease
   expires a lease duration after it was last seen to change;
+* the holder's ``leaseDurationSeconds`` is believed up to
+  :data:`MAX_DURATION_FACTOR` times the reader's own lease duration (a minute
+  with the defaults): a Lease with ``2147483647`` (68 years) that nobody renews
+  is taken over a minute after it was last seen to change, not in 68 years.
+  The factor leaves room for holders whose timings differ from ours (e.g.
+  during a rollout that changes them); a holder beyond it could be taken over
+  before its renew deadline, which is why the callers warn about such a Lease;
 * the holder renews every ``retry_period``; if it fails to renew for
   ``renew_deadline`` (shorter than the lease's duration), it stops leading
   before anyone else may take over;
@@ -43,6 +50,9 @@ from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references
 
 LEASES = references.Resource('coordination.k8s.io', 'v1', 'leases', namespaced=True)
+
+# Another holder's Lease lasts for at most this many of the reader's own lease durations after it last changed.
+MAX_DURATION_FACTOR = 4
 
 
 class LeaseError(ValueError):
@@ -148,11 +158,16 @@ class Verdict(enum.Enum):
     WAIT = 'wait'  # another holder's, not expired yet
 
 
-def effective_duration(record: LeaseRecord, timings: LeaseTimings) -> float:
-    """The holder's lease duration; ours if the Lease has none or a non-positive one (hand-edited)."""
+def asked_duration(record: LeaseRecord, timings: LeaseTimings) -> float:
+    """The holder's lease duration as written; ours if the Lease has none or a non-positive one (hand-edited)."""
     if record.duration is not None and record.duration > 0:
         return float(record.duration)
     return timings.lease_duration
+
+
+def effective_duration(record: LeaseRecord, timings: LeaseTimings) -> float:
+    """How long a Lease lasts after it was last seen to change: the holder's duration, capped (see above)."""
+    return min(asked_duration(record, timings), MAX_DURATION_FACTOR * timings.lease_duration)
 
 
 def decide(*, observation: Observation, identity: str, now: float, timings: LeaseTimings) -> Verdict:

@@ -7,8 +7,9 @@ Leases in the namespace can make one with the group's label, or edit one.
 Such a Lease must not stop the real replicas for long, nor silently:
 
 * **The durations are capped**: a Lease is alive for its ``leaseDurationSeconds``
-  after it was last seen to change, but for no more than :data:`MAX_DURATION_FACTOR`
-  times this replica's own lease duration. A Lease with ``2147483647`` (68 years)
+  after it was last seen to change, but for no more than
+  :data:`leases.MAX_DURATION_FACTOR` times this replica's own lease duration (as
+  the leader election's Lease, see :func:`leases.effective_duration`). A Lease with ``2147483647`` (68 years)
   that nobody renews is dead a minute after it was last seen to change (with the
   defaults), not in 68 years. The factor leaves room for replicas whose timings
   differ from ours (e.g. during a rollout that changes them), up to four times
@@ -44,14 +45,6 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 from kopf._core.engines import leases, sharding
 
 logger = logging.getLogger('kopf.engines.memberjudging')
-
-# A Lease is alive for at most this many of our own lease durations after it last changed.
-MAX_DURATION_FACTOR = 4
-
-
-def capped_duration(record: leases.LeaseRecord, timings: leases.LeaseTimings) -> float:
-    """How long a member's Lease is alive after it was last seen to change: its duration, capped."""
-    return min(leases.effective_duration(record, timings), MAX_DURATION_FACTOR * timings.lease_duration)
 
 
 class _Notes:
@@ -95,7 +88,7 @@ class Judge:
              now: float) -> sharding.Peer:
         """The member as judged from its Lease (its hashed field, its claims' text): alive or not, and its claims."""
         record = observation.record or leases.LeaseRecord()
-        alive = bool(record.holder) and now < observation.changed_at + capped_duration(record, self.timings)
+        alive = bool(record.holder) and now < observation.changed_at + leases.effective_duration(record, self.timings)
         claims, flaw = self._read(name, record, field=field, text=text)
         if flaw is not None:
             if alive:
@@ -131,13 +124,13 @@ class Judge:
             return frozenset(), f"its kopf.zalando.org/shard-serving annotation is unreadable ({e})"
 
     def _check_duration(self, name: str, record: leases.LeaseRecord) -> None:
-        duration = capped_duration(record, self.timings)
-        if duration < leases.effective_duration(record, self.timings):
+        duration = leases.effective_duration(record, self.timings)
+        if duration < leases.asked_duration(record, self.timings):
             self.notes.say('duration', name, str(record.duration),
                            f"The sharding's Lease {self.namespace}/{name} held by {record.holder!r} asks for "
-                           f"leaseDurationSeconds={record.duration}, more than {MAX_DURATION_FACTOR} times this "
-                           f"replica's lease duration: it is judged by {duration:g}s since it last changed (set "
-                           f"the same settings.sharding timings on all replicas).")
+                           f"leaseDurationSeconds={record.duration}, more than {leases.MAX_DURATION_FACTOR} times "
+                           f"this replica's lease duration: it is judged by {duration:g}s since it last changed "
+                           f"(set the same settings.sharding timings on all replicas).")
         else:
             self.notes.clear('duration', name)
 
@@ -149,7 +142,7 @@ class Judge:
                            f"The sharding's Lease {self.namespace}/{name} held by {record.holder!r} has a renewTime "
                            f"in the future ({record.renew_time}): a clock that is wrong, or a Lease not written by "
                            f"a replica. The times in the Leases are not trusted: it expires "
-                           f"{capped_duration(record, self.timings):g}s after it was last seen to change.")
+                           f"{leases.effective_duration(record, self.timings):g}s after it was last seen to change.")
         else:
             self.notes.clear('future', name)
 

@@ -185,7 +185,7 @@ class Member:
 
     def next_expiry(self, *, now: float) -> Optional[float]:
         """When the first of the live members' Leases expires (as seen here), if it is not renewed meanwhile."""
-        expiries = [observation.changed_at + memberjudging.capped_duration(observation.record, self.timings)
+        expiries = [observation.changed_at + leases.effective_duration(observation.record, self.timings)
                     for observation in self.others.values()
                     if observation.record is not None and observation.record.holder]
         return min((expiry for expiry in expiries if expiry > now), default=None)
@@ -196,7 +196,7 @@ class Member:
             observation = self.others[peer.name]
             if peer.alive or observation.record is None:
                 continue
-            duration = memberjudging.capped_duration(observation.record, self.timings)
+            duration = leases.effective_duration(observation.record, self.timings)
             if now >= observation.changed_at + GC_DURATIONS * duration:
                 try:
                     await self.client.delete_object(leases.LEASES, namespace=self.ref.namespace, name=peer.name)
