@@ -166,7 +166,7 @@ def test_malformed_review_is_answered_400_with_one_clear_message(
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, context=context, timeout=30)
     assert err.value.code == 400
-    assert err.value.read().decode() == ("The admission review is malformed: The conversion review's "
+    assert err.value.read().decode() == ("The conversion review is malformed: The conversion review's "
                                          "desiredAPIVersion must be 'group/version', not None.")
 
 

@@ -58,33 +58,47 @@ def kex(version: str = 'v1', **fields: Any) -> Dict[str, Any]:
     return dict({'apiVersion': f'kopf.dev/{version}', 'kind': 'KopfExample'}, **fields)
 
 
-@pytest.mark.parametrize('path, review, reason', [
-    pytest.param('/conversion', conversion(kex(metadata='x')),
+@pytest.mark.parametrize('path, review, what, reason', [
+    pytest.param('/conversion', conversion(kex(metadata='x')), 'conversion',
                  "The conversion review's objects[0] has metadata that is not an object: str.", id='conv-metadata'),
-    pytest.param('/conversion', {'kind': 'ConversionReview', 'request': {'uid': 'u1', 'objects': []}},
+    pytest.param('/conversion', {'kind': 'ConversionReview', 'request': {'uid': 'u1', 'objects': []}}, 'conversion',
                  "The conversion review's desiredAPIVersion must be 'group/version', not None.", id='conv-desired'),
-    pytest.param('/conversion', conversion(kex(), 'x'),
+    pytest.param('/conversion', conversion(kex(), 'x'), 'conversion',
                  "The conversion review's objects[1] is not an object.", id='conv-item'),
     pytest.param('/conversion', {'kind': 'ConversionReview', 'request': {'uid': 'u1', 'desiredAPIVersion': 'a/v1',
-                                                                         'objects': {}}},
+                                                                         'objects': {}}}, 'conversion',
                  "The conversion review's request has no 'objects' list.", id='conv-objects'),
-    pytest.param('/validate1', admission(object=kex(metadata='x')),
+    pytest.param('/validate1', conversion(kex(metadata='x')), 'conversion',  # dispatched by its kind, not path
+                 "The conversion review's objects[0] has metadata that is not an object: str.", id='conv-path'),
+    pytest.param('/validate1', admission(object=kex(metadata='x')), 'admission',
                  "The admission review's 'object' has metadata that is not an object: str.", id='adm-metadata'),
-    pytest.param('/validate1', admission(kind='x', object=kex()),
+    pytest.param('/validate1', admission(kind='x', object=kex()), 'admission',
                  "The admission review's 'kind' must be an object or null.", id='adm-kind'),
-    pytest.param('/validate1', admission(resource={'group': ['x']}),
+    pytest.param('/validate1', admission(resource={'group': ['x']}), 'admission',
                  "The admission review's resource.group must be a string, not list.", id='adm-group'),
+    pytest.param('/conversion', dict(admission(), kind='x'), 'admission',  # not a conversion review: admission's
+                 "The payload is not an AdmissionReview: kind='x'.", id='adm-other-kind'),
 ])
 async def test_malformed_reviews_are_400_with_the_reason_and_no_traceback(
-        start: Any, post: Any, caplog: pytest.LogCaptureFixture, path: str, review: Any, reason: str,
+        start: Any, post: Any, caplog: pytest.LogCaptureFixture, path: str, review: Any, what: str, reason: str,
 ) -> None:
     client_config = await start(WebhookServer(addr='127.0.0.1', insecure=True))
     with caplog.at_level(logging.DEBUG):
         reply = await post(client_config, path, data=json.dumps(review).encode())
     assert reply.status == 400
-    assert reply.text == f"The admission review is malformed: {reason}"
+    assert reply.text == f"The {what} review is malformed: {reason}"
     assert [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING] == []
     assert len([r for r in caplog.records if r.name.startswith('kopf')]) <= 1
+
+
+@pytest.mark.parametrize('kind, what', [('ConversionReview', 'conversion'), ('AdmissionReview', 'admission')])
+async def test_reviews_without_a_request_are_400_naming_their_kind(
+        start: Any, post: Any, kind: str, what: str,
+) -> None:
+    client_config = await start(WebhookServer(addr='127.0.0.1', insecure=True))
+    reply = await post(client_config, '/conversion', data=json.dumps({'kind': kind, 'request': 'x'}).encode())
+    assert reply.status == 400
+    assert reply.text == f"The {what} review must be a JSON object with a 'request' object."
 
 
 @pytest.mark.parametrize('depth', [900, 960, 995])
@@ -102,7 +116,8 @@ async def test_deep_objects_sent_back_as_they_came_are_400_without_traceback(
     # Either answered (if Python's stack allows it here), or refused cleanly: never a 500.
     assert reply.status in (200, 400)
     if reply.status == 400:
-        assert "nested too deeply" in reply.text
+        assert reply.text.startswith("The conversion review is ") and "nested too deeply" in reply.text
+        assert "admission" not in reply.text
     else:
         assert reply.text.count('{"a": ') == depth - 2
     assert [r for r in caplog.records if r.exc_info] == []

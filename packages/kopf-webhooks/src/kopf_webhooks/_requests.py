@@ -1,5 +1,5 @@
 """
-Serving one admission request: from HTTP to the framework's function and back.
+Serving one review (admission or conversion): from HTTP to the framework's function and back.
 
 The framework appends the handler id to the webhook URLs as the last path
 component (``https://host:port/root/handler-id``), so the handler id is the
@@ -13,6 +13,11 @@ and the reason; a body that does not arrive in time with ``408 Request Timeout``
 (and the connection is closed); any other failure of the framework's function
 with ``500 Internal Server Error``. The verdicts of the handlers, including
 denials, travel inside a successful admission review.
+
+Once the body is parsed, the answers and the log lines name the review by its
+``kind``, as the framework dispatches it: a ``ConversionReview`` is a conversion
+review, anything else an admission review. Before that (a body too large, late,
+or not JSON), the kind is unknown and the review is named an admission review.
 
 The body is parsed with :class:`~kopf_webhooks._parsing.JsonParser`: large
 bodies in slices, so that the operator's other tasks go on meanwhile.
@@ -41,7 +46,7 @@ Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
 
 def build_handler(fn: WebhookFn, *, parser: _parsing.JsonParser, body_timeout: float) -> Handler:
     """
-    Make an aiohttp handler for the admission reviews.
+    Make an aiohttp handler for the reviews (admission and conversion).
 
     The route's ``webhook`` part is the rest of the path after the root path
     (URL-decoded by aiohttp); it is absent or empty for the root itself.
@@ -64,6 +69,7 @@ def build_handler(fn: WebhookFn, *, parser: _parsing.JsonParser, body_timeout: f
 
 async def _serve(fn: WebhookFn, request: aiohttp.web.Request, payload: Any, *,
                  webhook: Optional[str]) -> aiohttp.web.StreamResponse:
+    what = _review_kind(payload)
     try:
         response = await fn(
             payload,
@@ -72,18 +78,18 @@ async def _serve(fn: WebhookFn, request: aiohttp.web.Request, payload: Any, *,
             sslpeer=_get_sslpeer(request),
         )
     except ValueError as e:  # the framework's verdict on the payload: a malformed review
-        raise aiohttp.web.HTTPBadRequest(text=f"The admission review is malformed: {e}") from e
+        raise aiohttp.web.HTTPBadRequest(text=f"The {what} review is malformed: {e}") from e
     except RecursionError as e:  # the framework's recursive processing of a deeply nested review
-        logger.error(f"Admission request to {request.path!r} is nested too deeply to be served.")
-        raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
+        logger.error(f"{what.capitalize()} request to {request.path!r} is nested too deeply to be served.")
+        raise aiohttp.web.HTTPBadRequest(text=f"The {what} review is nested too deeply.") from e
     except Exception as e:
-        logger.exception(f"Admission request to {request.path!r} failed to be served.")
-        raise aiohttp.web.HTTPInternalServerError(text="The admission review could not be served.") from e
+        logger.exception(f"{what.capitalize()} request to {request.path!r} failed to be served.")
+        raise aiohttp.web.HTTPInternalServerError(text=f"The {what} review could not be served.") from e
     try:
         text = json.dumps(response)
     except RecursionError as e:  # e.g. a deeply nested object echoed back (as the parser allows it)
-        logger.error(f"Admission request to {request.path!r} is nested too deeply to be answered.")
-        raise aiohttp.web.HTTPBadRequest(text="The admission review is nested too deeply.") from e
+        logger.error(f"{what.capitalize()} request to {request.path!r} is nested too deeply to be answered.")
+        raise aiohttp.web.HTTPBadRequest(text=f"The {what} review is nested too deeply.") from e
     return aiohttp.web.Response(text=text, content_type='application/json')
 
 
@@ -108,8 +114,14 @@ async def _parse_review(
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, NestingTooDeepError are ValueErrors
         raise aiohttp.web.HTTPBadRequest(text=f"The admission review is not a valid JSON: {e}") from e
     if not isinstance(payload, Mapping) or not isinstance(payload.get('request'), Mapping):
-        raise aiohttp.web.HTTPBadRequest(text="The admission review must be a JSON object with a 'request' object.")
+        raise aiohttp.web.HTTPBadRequest(
+            text=f"The {_review_kind(payload)} review must be a JSON object with a 'request' object.")
     return payload, parser.is_large(raw)
+
+
+def _review_kind(payload: Any) -> str:
+    """How the answers name a parsed review: by its kind, as the framework's function dispatches it."""
+    return 'conversion' if isinstance(payload, Mapping) and payload.get('kind') == 'ConversionReview' else 'admission'
 
 
 def _get_sslpeer(request: aiohttp.web.Request) -> Optional[Mapping[str, Any]]:
