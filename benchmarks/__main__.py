@@ -6,6 +6,7 @@ The benchmarks' command line; run it from the repository root in the ``bench`` e
     hatch run bench:python -m benchmarks smoke        # tiny sizes: checks that everything still runs
     hatch run bench:python -m benchmarks run --scenario rates --rates 5,10,20,40,80 --duration 30   # the sweep alone
     hatch run bench:python -m benchmarks report benchmarks/results/NAME.json   # re-render the table
+    hatch run bench:python -m benchmarks plot benchmarks/results/NAME.json     # redraw the pictures
 """
 import argparse
 import datetime
@@ -13,8 +14,9 @@ import json
 import pathlib
 import sys
 from collections.abc import Collection
+from typing import Any
 
-from benchmarks import arrivals, loops, report, runner, sides
+from benchmarks import arrivals, loops, pinning, plots, report, runner, sides
 from benchmarks.cluster import VARIANTS
 from benchmarks.scenarios.rates import drain_seconds
 from benchmarks.scenarios.session import Settings
@@ -30,11 +32,14 @@ SCENARIOS = ('all', 'rates')
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == 'report':
+    if args.command in ('report', 'plot'):
         results = json.loads(pathlib.Path(args.results).read_text())
-        markdown = report.render_markdown(results)
-        pathlib.Path(args.results).with_suffix('.md').write_text(markdown)
-        print(markdown)
+        out = pathlib.Path(args.results).with_suffix('')
+        if args.command == 'plot':
+            print(f'Drawn: {plots.describe(plots.draw(results, out))}')
+        markdown = _write_markdown(results, out)
+        if args.command == 'report':
+            print(markdown)
         return 0
     out = pathlib.Path(args.out) if args.out else RESULTS_DIR / f'{args.command}-{_timestamp()}'
     out = out.with_suffix('') if out.suffix == '.json' else out
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         rates=rates,
         rate_seconds=args.duration,
         scenario=args.scenario,
+        pin=_pinning(args.pin),
         settings=Settings(quiet=args.quiet, poll=args.poll, concurrency=args.concurrency,
                           posting_loggers=args.posted_logs),
         work_dir=pathlib.Path(args.work_dir) if args.work_dir else out.parent / f'{out.name}.work',
@@ -63,16 +69,23 @@ def main(argv: list[str] | None = None) -> int:
     results = runner.run(options, progress=lambda message: print(message, flush=True))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix('.json').write_text(json.dumps(results, indent=2) + '\n')
-    markdown = report.render_markdown(results)
-    out.with_suffix('.md').write_text(markdown)
-    print(markdown)
-    print(f'Written: {out.with_suffix(".json")}, {out.with_suffix(".md")}')
+    drawn = plots.draw(results, out)
+    print(_write_markdown(results, out))
+    print(f'Written: {out.with_suffix(".json")}, {out.with_suffix(".md")}, {plots.describe(drawn)}')
     return 0
+
+
+def _write_markdown(results: dict[str, Any], out: pathlib.Path) -> str:
+    """The report's Markdown beside the JSON, with the pictures drawn for it."""
+    pictures = plots.links(results, out)
+    markdown = report.render_markdown(results) + ('\n'.join(pictures) + '\n' if pictures else '')
+    out.with_suffix('.md').write_text(markdown)
+    return markdown
 
 
 def estimate_minutes(options: runner.Options) -> float:
     """A rough guess from measured rates on a 2-core machine, so that nobody starts a 3-hour run unawares."""
-    frameworks = sum(side != 'bare' for side in options.sides)
+    frameworks = sum(side not in ('bare', 'go') for side in options.sides)
     # Each rate: a session per side (~20 s to start, wait, clean up), the arrivals, at most the drain.
     sweep = len(options.sides) * sum(20 + options.rate_seconds + drain_seconds(options.rate_seconds) / 2
                                      for _ in options.rates)
@@ -132,12 +145,32 @@ def _parser() -> argparse.ArgumentParser:
                              help='seconds of arrivals at each rate of the sweep')
         command.add_argument('--scenario', choices=SCENARIOS, default='all',
                              help='all: every scenario, the rate sweep last; rates: the rate sweep alone')
-        command.add_argument('--out', help='the results path without a suffix (.json and .md are written)')
-        command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
+        _add_placement_arguments(command)
         command.set_defaults(**defaults)  # again: the arguments' own defaults must not override the smoke sizes
     rerender = commands.add_parser('report', help='render the Markdown table of a results JSON file again')
     rerender.add_argument('results')
+    redraw = commands.add_parser('plot', help='draw the pictures of a results JSON file again (and link them)')
+    redraw.add_argument('results')
     return parser
+
+
+def _add_placement_arguments(command: argparse.ArgumentParser) -> None:
+    """Where the processes run and where their results and logs go."""
+    command.add_argument('--pin', nargs='?', const=pinning.DEFAULT, metavar='OPERATOR:CONTROL_PLANE',
+                         help='run the operator under test and the control plane on separate CPUs (taskset): '
+                              f'CPU lists, {pinning.DEFAULT} if given alone; by default, unpinned')
+    command.add_argument('--out', help='the results path without a suffix (.json, .md and the .png pictures)')
+    command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
+
+
+def _pinning(text: str | None) -> pinning.Pinning | None:
+    if text is None:
+        return None
+    try:
+        pinning.taskset()
+        return pinning.parse(text)
+    except pinning.PinningError as e:
+        raise SystemExit(str(e)) from None
 
 
 def _choices(text: str, allowed: Collection[str]) -> tuple[str, ...]:

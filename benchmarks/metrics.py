@@ -10,6 +10,12 @@ at all (``scenarios/baseline.py``) checks that this leaves ~0.
 Requests are keyed ``"VERB resource"`` (``"PATCH benchmarkeds/status"``) or, for
 non-resource URLs such as discovery, ``"GET /apis"``. WATCH requests are counted
 by the API server when they end, i.e. mostly when the operator stops.
+
+An informer of client-go 1.35 and newer (the Go peer's) lists by streaming: a WATCH
+that sends the current objects first (a "watch-list"), not a LIST. The API server
+counts each such initial listing in a metric of its own when it is complete; those
+in a namespace are counted here as requests ``"WATCHLIST resource"``: the Go peer's
+LIST, in the attribution and in the waiting for idleness alike.
 """
 import asyncio
 import collections
@@ -19,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from benchmarks.kubeapi import KubeApi, Tally
-from kopf_testing.controlplane import RequestCounts, parse_request_counts, subtract_counts
+from kopf_testing.controlplane import RequestCounts, RequestKey, parse_request_counts, subtract_counts
 
 # The control plane's own components' requests, never the operators' measured here: the leases are
 # renewed every few seconds; the services are listed again now and then by the controller manager
@@ -33,6 +39,9 @@ BUSY_CPU_MIN = 0.02  # seconds
 CPU_TICK = 0.2  # seconds between the readings of the operator's CPU time while waiting for idleness
 
 _REQUEST_LINES = re.compile(rb'^apiserver_request_total\{.*$', re.MULTILINE)
+_WATCH_LIST_LINES = re.compile(rb'^apiserver_watch_list_duration_seconds_count\{(.*)\}\s+(\S+)$', re.MULTILINE)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+WATCH_LIST = 'WATCHLIST'
 
 Requests = dict[str, int]
 
@@ -41,7 +50,20 @@ async def read_counts(api: KubeApi) -> RequestCounts:
     """The request counters; only their lines are parsed (``/metrics`` is megabytes, polled often)."""
     text = await api.read_metrics()
     lines = b'\n'.join(_REQUEST_LINES.findall(text)).decode()
-    return parse_request_counts(lines)
+    return {**parse_request_counts(lines), **parse_watch_lists(text)}
+
+
+def parse_watch_lists(text: bytes) -> RequestCounts:
+    """The watch-lists completed in namespaces so far, as requests of the verb ``WATCHLIST``."""
+    counts: RequestCounts = {}
+    for labels_text, value in _WATCH_LIST_LINES.findall(text):
+        labels = dict(_LABEL.findall(labels_text.decode()))
+        if labels.get('scope') != 'namespace':  # the control plane's own informers watch whole clusters
+            continue
+        key = RequestKey(verb=WATCH_LIST, resource=labels.get('resource', ''), code='200',
+                         group=labels.get('group', ''), version=labels.get('version', ''), scope='namespace')
+        counts[key] = counts.get(key, 0) + int(float(value))
+    return counts
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from benchmarks import capacity, loops, metrics
+from benchmarks import capacity, loops, metrics, pinning
+from benchmarks.peer_report import render_peer
 from benchmarks.rates_report import render_rates
 
 Results = Mapping[str, Any]
@@ -255,7 +256,7 @@ def render_markdown(results: Results) -> str:
         lines += ['', '| scenario | variant | figure | ours | upstream | ours/upstream | bound |',
                   '|---|---|---|---:|---:|---:|---:|', *table]
 
-    lines += render_rates(results)
+    lines += render_rates(results) + render_peer(results)
     lines += ['', '## Targets', '',
               '| target | variant | ours | upstream | bound | met |',
               '|---|---|---:|---:|---:|---|']
@@ -297,13 +298,14 @@ def _sizes(options: Mapping[str, Any]) -> str:
 
 
 def _load_average(results: Results) -> list[str]:
+    """How much the machine was shared: its load, and where the operator and the control plane ran."""
     load = results.get('load_average')
     if not load:
-        return []
+        return [pinning.describe(results)]
     def text(values: Sequence[float]) -> str:
         return ', '.join(f'{value:.1f}' for value in values)
     return [f"Load average (1, 5, 15 min) on {results['machine']['cpus_logical']} CPUs: "
-            f"{text(load['start'])} at the start, {text(load['end'])} at the end."]
+            f"{text(load['start'])} at the start, {text(load['end'])} at the end.", pinning.describe(results)]
 
 
 def _metrics_cost_rows(results: Results) -> list[str]:

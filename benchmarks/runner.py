@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from benchmarks import loops as loops_
+from benchmarks import pinning as pinning_
 from benchmarks import sides as sides_
 from benchmarks.cluster import VARIANTS, BenchCluster, Variant
 from benchmarks.kubeapi import KubeApi
@@ -55,6 +56,8 @@ class Options:
     rates: tuple[float, ...] = (5.0, 7.0, 10.0, 14.0, 20.0, 28.0, 40.0)
     rate_seconds: float = 20.0  # the arrivals' duration at each rate
     scenario: str = 'all'  # or 'rates': the rate sweep alone
+    # The operator and the control plane on separate CPUs (taskset), or None: all share all CPUs.
+    pin: pinning_.Pinning | None = None
     settings: Settings = dataclasses.field(default_factory=Settings)
     work_dir: pathlib.Path = pathlib.Path('benchmarks/results/work')
 
@@ -68,7 +71,9 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
     for loop, name in _loops_and_sides(options):
         progress(f'Preparing the side: {name} on {loop}')
         try:
-            available[_side_key(name, loop, options)] = sides_.make_side(name, loop)
+            side = sides_.make_side(name, loop)
+            cpus = None if options.pin is None else options.pin.operator
+            available[_side_key(name, loop, options)] = dataclasses.replace(side, cpus=cpus)
         except sides_.SideUnavailable as e:
             unavailable[_side_key(name, loop, options)] = str(e)
             progress(f'  unavailable: {e}')
@@ -76,6 +81,7 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
     options.work_dir.mkdir(parents=True, exist_ok=True)
     progress('Starting the local control plane')
     with BenchCluster(options.work_dir / 'cluster') as cluster:
+        pinned = _pin_control_plane(options, cluster, progress)
         versions = {name: side.version for name, side in available.items() if side.loop == options.loops[0]}
         versions.update(cluster.describe())
         versions['upstream_reported'] = _upstream_reported_version(available.get('upstream'))
@@ -96,12 +102,25 @@ def run(options: Options, *, progress: Callable[[str], None] = print) -> dict[st
         'machine': describe_machine(),
         # The machine is shared: the load average (1, 5, 15 min) says how much the figures are worth.
         'load_average': {'start': list(load_at_start), 'end': list(os.getloadavg())},
+        'pinning': pinned,
         'versions': versions,
         'unavailable': unavailable,
         'interrupted': interrupted,
         'baseline': baselines,
         'runs': runs,
     }
+
+
+def _pin_control_plane(options: Options, cluster: BenchCluster,
+                       progress: Callable[[str], None]) -> dict[str, Any] | None:
+    """Move the control plane's processes to their CPUs; what the kernel then allows them, for the header."""
+    if options.pin is None:
+        return None
+    allowed = pinning_.pin_processes(cluster.control_plane.pids, options.pin.control_plane)
+    progress(f'Pinned: the control plane to CPU {options.pin.control_plane} ({allowed}), '
+             f'the operators to CPU {options.pin.operator}')
+    return {'operator': options.pin.operator, 'control_plane': options.pin.control_plane,
+            'control_plane_allowed': allowed}
 
 
 async def _run_all(options: Options, cluster: BenchCluster, sides: list[sides_.Side],

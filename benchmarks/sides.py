@@ -6,6 +6,8 @@ The sides compared, each run as its own operator process and observed from outsi
   environment of its own (never into this one), built once and cached
   (``integration/upstream.py``, shared with the migration tests).
 - ``bare``: no framework (``bare.py``): the bound of what the API server allows.
+- ``go``: the Go peer (``gopeer/``): a minimal controller-runtime operator doing the same
+  visible work, built once from Go modules with the machine's Go (``gopeer_build.py``).
 - ``ours-metrics``: ``ours`` with ``--metrics`` on a free port, scraped every
   :data:`SCRAPE_INTERVAL` seconds while it runs (more often than Prometheus
   usually does): the cost of the metrics, beside ``ours`` without them.
@@ -37,13 +39,14 @@ import urllib.request
 
 import psutil
 
+from benchmarks import gopeer_build, pinning
 from benchmarks.loops import LOOPS
 from integration import upstream
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPERATOR_FILE = pathlib.Path(__file__).resolve().parent / 'bench_operator.py'
 UPSTREAM_VERSION = upstream.UPSTREAM_VERSION
-SIDES = ('ours', 'upstream', 'bare')  # the default ones
+SIDES = ('ours', 'upstream', 'bare', 'go')  # the default ones
 ALL_SIDES = (*SIDES, 'ours-metrics')
 WITHOUT_UVLOOP = pathlib.Path(__file__).resolve().parent / 'without_uvloop'
 LOOP_LINE = re.compile(r'Event loop: (\w+)')  # logged by bench_operator.py at the start
@@ -62,12 +65,13 @@ class Side:
     version: str
     is_framework: bool = True
     metrics: bool = False  # served with --metrics and scraped while running
-    loop: str = 'asyncio'  # the event loop of a framework side (the bound keeps asyncio's own)
+    loop: str = 'asyncio'  # the event loop of a framework side (the bound and the Go peer: none to choose)
+    cpus: str | None = None  # the CPUs the operator is pinned to (taskset -c), or None: wherever
 
     def command(self, namespace: str) -> list[str]:
         if self.is_framework:
-            return [*self.argv, str(OPERATOR_FILE), '--standalone', '-n', namespace]
-        return [*self.argv, '--namespace', namespace]
+            return [*pinning.prefix(self.cpus), *self.argv, str(OPERATOR_FILE), '--standalone', '-n', namespace]
+        return [*pinning.prefix(self.cpus), *self.argv, '--namespace', namespace]
 
 
 def make_side(name: str, loop: str = 'asyncio') -> Side:
@@ -84,11 +88,24 @@ def make_side(name: str, loop: str = 'asyncio') -> Side:
         except RuntimeError as e:
             raise SideUnavailable(str(e)) from e
         return Side('upstream', (str(executable), 'run'), version=f'kopf=={UPSTREAM_VERSION}', loop=loop)
+    if name == 'go':  # no Python: it runs in the sessions of whichever loop it is given
+        return dataclasses.replace(_go_peer(), loop=loop)
     if loop != 'asyncio':
         raise SideUnavailable(f'The side {name!r} runs on asyncio\'s own loop only.')
     if name == 'bare':
         return Side('bare', (sys.executable, '-m', 'benchmarks.bare'), version='aiohttp only', is_framework=False)
     raise ValueError(f'Unknown side: {name!r}; expected one of {ALL_SIDES}')
+
+
+def _go_peer() -> Side:
+    try:
+        binary = gopeer_build.ensure_binary()
+    except gopeer_build.BuildError as e:
+        raise SideUnavailable(str(e)) from e
+    version = (f"controller-runtime {gopeer_build.module_requirement('sigs.k8s.io/controller-runtime')}, "
+               f"k8s.io/client-go {gopeer_build.module_requirement('k8s.io/client-go')}, "
+               f'{gopeer_build.built_with(binary)}')
+    return Side('go', (str(binary),), version=version, is_framework=False)
 
 
 def _ours_kopf() -> str:

@@ -4,7 +4,7 @@ import collections
 import pytest
 
 from benchmarks.kubeapi import Tally
-from benchmarks.metrics import events_posted, group_requests, is_activity, subtract_tally, total
+from benchmarks.metrics import events_posted, group_requests, is_activity, parse_watch_lists, subtract_tally, total
 from kopf_testing.controlplane import RequestKey
 
 
@@ -76,3 +76,13 @@ def test_totals_leave_out_non_resource_requests() -> None:
 ])
 def test_activity_is_any_request_to_a_resource_but_watches(requests: dict[str, int], expected: bool) -> None:
     assert is_activity(requests) is expected
+
+
+def test_a_watch_list_in_a_namespace_counts_as_the_operators_listing() -> None:
+    text = (b'apiserver_watch_list_duration_seconds_count{group="bench.kopf.dev",resource="benchmarkeds",'
+            b'scope="namespace",version="v1"} 2\n'
+            b'apiserver_watch_list_duration_seconds_count{group="",resource="pods",scope="cluster",version="v1"} 7\n'
+            b'apiserver_watch_list_duration_seconds_sum{group="",resource="pods",scope="namespace",version="v1"} 0.5\n')
+    grouped = group_requests(parse_watch_lists(text))
+    assert grouped == {'WATCHLIST benchmarkeds': 2}  # not the control plane's cluster-wide ones, nor the sums
+    assert is_activity(grouped) and total(grouped, watches=False) == 2
