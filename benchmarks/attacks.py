@@ -18,7 +18,7 @@ the benchmarks' asyncio rows). First, 20 objects of 100 items each are handled. 
 - finding 1: every second, an object is patched with a packed diff-base annotation that
   unpacks into 16 MiB of ``{},{},...`` (and without the plain one, so that it is read).
 
-Meanwhile, a thread requests ``/healthz`` every 0.2 s (one at a time, as a kubelet does, with a
+Meanwhile, a process of its own requests ``/healthz`` every 0.2 s (one at a time, as a kubelet does, with a
 10 s timeout) and samples the operator's RSS. Printed: the latencies of ``/healthz`` (median,
 95th percentile, max) and its failures, the RSS at the start, its peak and the growth, and the
 scrapes' figures. All traffic goes to 127.0.0.1; everything is bounded in count and in time.
@@ -29,14 +29,16 @@ import base64
 import dataclasses
 import gzip
 import http.client
+import multiprocessing
 import os
 import pathlib
 import socket
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event as StopEvent
 from typing import Optional
 
 import psutil
@@ -95,8 +97,13 @@ def free_port() -> int:
         return port
 
 
-def probe_and_sample(port: int, pid: int, stop: threading.Event, figures: Figures) -> None:
-    """In a thread: ``/healthz`` every 0.2 s, one at a time, and the operator's RSS at each."""
+def probe_and_sample(port: int, pid: int, stop: StopEvent, results: Connection) -> None:
+    """
+    In a process of its own: ``/healthz`` every 0.2 s, one at a time, and the operator's RSS at each.
+
+    Not in a thread of the attacking process: its time would include the waits for the attack's GIL.
+    """
+    figures = Figures()
     process = psutil.Process(pid)
     while not stop.is_set():
         started = time.monotonic()
@@ -112,6 +119,7 @@ def probe_and_sample(port: int, pid: int, stop: threading.Event, figures: Figure
         figures.failures += 0 if ok else 1
         figures.rss.append(process.memory_info().rss)
         stop.wait(max(0.0, PROBE_INTERVAL - latency))
+    results.send((figures.latencies, figures.failures, figures.rss))
 
 
 async def get(port: int, path: str, *, timeout: float = PROBE_TIMEOUT) -> bytes:
@@ -267,15 +275,17 @@ async def replay(cluster: BenchCluster, work_dir: pathlib.Path, args: argparse.N
         try:
             await warm_up(api, ports[1])
             assert process.process is not None
-            figures, stop = Figures(), threading.Event()
+            figures, spawning = Figures(), multiprocessing.get_context('spawn')
+            stop, (receiver, sender) = spawning.Event(), spawning.Pipe(duplex=False)
             operator = psutil.Process(process.process.pid)
             baseline, cpu_before = operator.memory_info().rss, sum(operator.cpu_times()[:2])
-            prober = threading.Thread(target=probe_and_sample, args=(ports[0], process.process.pid, stop, figures))
+            prober = spawning.Process(target=probe_and_sample, args=(ports[0], process.process.pid, stop, sender))
             prober.start()
             try:
                 await attack(api, ports, findings, args.seconds, figures)
             finally:
                 stop.set()
+                figures.latencies, figures.failures, figures.rss = receiver.recv()
                 prober.join()
             figures.cpu_seconds = sum(operator.cpu_times()[:2]) - cpu_before
             figures.load = os.getloadavg()[0]
