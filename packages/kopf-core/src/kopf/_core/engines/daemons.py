@@ -23,22 +23,21 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import bodies, patches, references
-from kopf._core.actions import application, execution, invocation, loggers, progression, results
+from kopf._core.actions import application, loggers, progression
 from kopf._core.actions import kwargs as kwargs_
-from kopf._core.engines import stoppers
+from kopf._core.engines import daemonrunners, stoppers
 from kopf._core.intents import causes, handlers
 
 logger = logging.getLogger('kopf.engines.daemons')
 
-
-def _now() -> float:
-    """The event loop's time: the schedules follow the loop's clock (which tests can fast-forward)."""
-    return asyncio.get_running_loop().time()
+_now = daemonrunners.now  # the loop's clock, shared with the runners of the daemons and timers
 
 # Applies the accumulated patch of one run to the object (the reactor provides it).
 PatchApplier = Callable[[patches.Patch], Awaitable[None]]
 # Builds the handler's kwargs for one run (the reactor provides it: body, memo, indices, ...).
 KwargsBuilder = Callable[[handlers.BaseHandler, progression.HandlerState, patches.Patch, Any], Dict[str, Any]]
+# Builds the object's kwargs without a handler's (for a callable initial_delay): body, ..., patch, logger, memo.
+BaseKwargsBuilder = Callable[[patches.Patch, Any], Dict[str, Any]]
 
 
 @dataclasses.dataclass
@@ -81,6 +80,7 @@ class DaemonContext:
     apply_patch: PatchApplier
     pending_fns: List[Any]  # the object's patch.fns rejected by a conflict, carried to the next run
     resource: str = ''  # plural.group: for the metrics of the daemons running
+    build_base_kwargs: Optional[BaseKwargsBuilder] = None  # if none: only body, patch, logger, memo
 
 
 def object_context(
@@ -97,17 +97,21 @@ def object_context(
     live_body = memory.body
     logger = loggers.ObjectLogger(body=live_body, settings=settings)
 
-    def build_kwargs(handler: handlers.BaseHandler, state: progression.HandlerState,
-                     patch: patches.Patch, body: Any) -> Dict[str, Any]:
+    def build_base_kwargs(patch: patches.Patch, body: Any) -> Dict[str, Any]:
         cause = causes.BaseCause(resource=resource, body=body, patch=patch, memo=memo,
                                  logger=logger, indices=indices)
-        return kwargs_.build_handler_kwargs(kwargs_.build_resource_kwargs(cause), handler, state)
+        return kwargs_.build_resource_kwargs(cause)
+
+    def build_kwargs(handler: handlers.BaseHandler, state: progression.HandlerState,
+                     patch: patches.Patch, body: Any) -> Dict[str, Any]:
+        return kwargs_.build_handler_kwargs(build_base_kwargs(patch, body), handler, state)
 
     async def apply_patch(patch: patches.Patch) -> None:
         await application.apply_patch(client=client, resource=resource, body=live_body, patch=patch, logger=logger)
 
     return DaemonContext(settings=settings, logger=logger, memo=memo, build_kwargs=build_kwargs,
-                         apply_patch=apply_patch, pending_fns=pending_fns, resource=resource.name)
+                         apply_patch=apply_patch, pending_fns=pending_fns, resource=resource.name,
+                         build_base_kwargs=build_base_kwargs)
 
 
 def spawn_daemons(
@@ -128,9 +132,8 @@ def spawn_daemons(
             continue  # a terminating daemon counts as running: not respawned until it has exited
         stopper = stoppers.DaemonStopper()
         stopper.bind()
-        runner = _run_timer if isinstance(handler, handlers.TimerHandler) else _run_daemon
-        task = asyncio.create_task(runner(handler=handler, stopper=stopper, memory=memory, context=context),
-                                   name=f'{handler.title} of {memory.body.metadata.name}')
+        runner = daemonrunners.run_guarded(handler=handler, stopper=stopper, memory=memory, context=context)
+        task = asyncio.create_task(runner, name=f'{handler.title} of {memory.body.metadata.name}')
         memory.running[handler.id] = Daemon(handler=handler, stopper=stopper, task=task)
         _count_running(task, handler, context)
 
@@ -212,136 +215,6 @@ async def _terminate(daemon: Daemon, *, context: DaemonContext) -> None:
         if not daemon.task.done():
             context.logger.warning(f"{handler.title} has not exited yet. Waiting for it; "
                                    f"the object stays blocked by the finalizer.")
-
-
-async def _run_daemon(
-        *,
-        handler: handlers.SpawningHandler,
-        stopper: stoppers.DaemonStopper,
-        memory: DaemonsMemory,
-        context: DaemonContext,
-) -> None:
-    if handler.initial_delay and await stopper.wait_async(handler.initial_delay):
-        return
-    state = progression.HandlerState.from_scratch()
-    while not stopper.is_set():
-        outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
-                                         context=context, state=state)
-        if outcome.final:
-            if not stopper.is_set():
-                # Exited on its own (or failed for good): not restarted for this object in this
-                # process. A daemon that exits because it was asked to can be spawned again later.
-                memory.done.add(handler.id)
-                if outcome.exception is None:
-                    context.logger.debug(f"{handler.title} has exited on its own.")
-            return
-        await stopper.wait_async(outcome.delay or 0)
-
-
-async def _run_timer(
-        *,
-        handler: handlers.SpawningHandler,
-        stopper: stoppers.DaemonStopper,
-        memory: DaemonsMemory,
-        context: DaemonContext,
-) -> None:
-    assert isinstance(handler, handlers.TimerHandler)
-    if handler.initial_delay and await stopper.wait_async(handler.initial_delay):
-        return
-    state = progression.HandlerState.from_scratch()
-    schedule_start = _now()
-    while not stopper.is_set():
-        if handler.idle is not None and not await _wait_for_idling(handler.idle, memory, stopper):
-            return
-        run_started = _now()
-        outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
-                                         context=context, state=state)
-        if outcome.final and outcome.exception is not None:
-            memory.done.add(handler.id)  # a permanent failure stops the timer for this object for good
-            return
-        if not outcome.final:
-            delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule
-        else:
-            state = progression.HandlerState.from_scratch()  # success: a new cycle of retries
-            if handler.interval is None:
-                # No interval: run again only after the next change and a new idle period.
-                if not await _wait_for_change(memory, stopper, since=run_started):
-                    return
-                continue
-            if handler.sharp:
-                elapsed = _now() - schedule_start
-                delay = handler.interval - elapsed % handler.interval
-            else:
-                delay = handler.interval
-        if await stopper.wait_async(delay):
-            return
-
-
-async def _wait_for_idling(idle: float, memory: DaemonsMemory, stopper: stoppers.DaemonStopper) -> bool:
-    """Wait until the object is unchanged for ``idle`` seconds; false if stopped meanwhile."""
-    while True:
-        left = memory.last_change + idle - _now()
-        if left <= 0:
-            return True
-        if await stopper.wait_async(left):
-            return False
-
-
-async def _wait_for_change(memory: DaemonsMemory, stopper: stoppers.DaemonStopper, *, since: float) -> bool:
-    while memory.last_change <= since:
-        memory.changed.clear()
-        waiters = [asyncio.ensure_future(memory.changed.wait()), asyncio.ensure_future(stopper.wait_async())]
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-        if stopper.is_set():
-            return False
-    return True
-
-
-async def _run_once(
-        *,
-        handler: handlers.SpawningHandler,
-        stopper: stoppers.DaemonStopper,
-        memory: DaemonsMemory,
-        context: DaemonContext,
-        state: progression.HandlerState,
-) -> tuple[progression.HandlerOutcome, progression.HandlerState]:
-    """One invocation with the error protocol; the patch is applied even if it failed."""
-    patch = patches.Patch()
-    patch.fns.extend(context.pending_fns)  # visible to the handler as bool(patch)
-    context.pending_fns.clear()
-    is_async = invocation.is_async_fn(handler.fn)
-    stopped: stoppers.DaemonStopped = (stoppers.AsyncDaemonStopped(stopper) if is_async
-                                       else stoppers.SyncDaemonStopped(stopper))
-
-    def build_kwargs(h: handlers.BaseHandler, s: progression.HandlerState) -> Dict[str, Any]:
-        kwargs = context.build_kwargs(h, s, patch, memory.body)
-        kwargs['stopped'] = stopped
-        return kwargs
-
-    exec_context = execution.ExecutionContext(settings=context.settings, logger=context.logger,
-                                              build_kwargs=build_kwargs)
-    try:
-        outcome = await execution.execute_handler_once(handler=handler, state=state, context=exec_context)
-    except asyncio.CancelledError:
-        if patch:
-            await _apply_safely(context, patch)
-        raise
-    results.store_result(patch, handler.id, outcome, context.logger)
-    if patch:
-        await _apply_safely(context, patch)
-    return outcome, state.with_outcome(outcome)
-
-
-async def _apply_safely(context: DaemonContext, patch: patches.Patch) -> None:
-    try:
-        await context.apply_patch(patch)
-    except Exception as e:
-        context.logger.exception(f"Failed to apply the patch of a daemon or timer: {e}")
-    context.pending_fns.extend(patch.fns)  # rejected by a conflict: retried on the next run
 
 
 async def stop_all(memories: Collection[DaemonsMemory], *, reason: stoppers.DaemonStoppingReason,

@@ -7,7 +7,7 @@ express precisely. The names document the intended role of each callable.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Coroutine, TypeAlias, Union
+from typing import Any, Callable, Coroutine, Optional, TypeAlias, Union
 
 # A handler of any kind: sync or async, returning a result or None.
 HandlerFn: TypeAlias = Callable[..., Union[object, Coroutine[Any, Any, object]]]
@@ -21,6 +21,10 @@ WhenFilterFn: TypeAlias = Callable[..., bool]
 
 # A value filter (``labels={'x': fn}``, ``value=fn``): the value is positional.
 MetaFilterFn: TypeAlias = Callable[..., bool]
+
+# A daemon's or timer's ``initial_delay=`` as a function: called (sync only) with the object's
+# kwargs (body, spec, meta, ..., patch, logger, memo, the indices), returns the seconds to wait.
+DelayFn: TypeAlias = Callable[..., Optional[float]]
 
 
 def not_(fn: Callable[..., bool]) -> Callable[..., bool]:

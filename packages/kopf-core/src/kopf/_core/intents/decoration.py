@@ -84,7 +84,7 @@ class Deleting(TypedDict, total=False):
 
 
 class Daemoning(TypedDict, total=False):
-    initial_delay: Optional[float]
+    initial_delay: Union[float, callbacks.DelayFn, None]
     cancellation_backoff: Optional[float]
     cancellation_timeout: Optional[float]
     cancellation_polling: Optional[float]
@@ -92,7 +92,7 @@ class Daemoning(TypedDict, total=False):
 
 class Timing(TypedDict, total=False):
     interval: Optional[float]
-    initial_delay: Optional[float]
+    initial_delay: Union[float, callbacks.DelayFn, None]
     sharp: Optional[bool]
     idle: Optional[float]
 

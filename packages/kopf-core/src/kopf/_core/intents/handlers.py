@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, NewType, Optional, Tuple
+from typing import Any, NewType, Optional, Tuple, Union
 
 from kopf._cogs.structs import references
 from kopf._core.intents import callbacks, causes, filters
@@ -103,7 +103,7 @@ class ChangingHandler(ResourceHandler):
 @dataclasses.dataclass(frozen=True)
 class SpawningHandler(ResourceHandler):
     """A daemon or a timer: a long-running task per object (see ``engines.daemons``)."""
-    initial_delay: Optional[float] = None
+    initial_delay: Union[float, callbacks.DelayFn, None] = None  # a function: called at the start
     requires_finalizer: Optional[bool] = True
     cancellation_backoff: Optional[float] = None
     cancellation_timeout: Optional[float] = None

@@ -1,0 +1,144 @@
+"""
+Daemons and timers where Kopf 1.45.2's behaviour is the reference, on a fast-forwarded loop.
+
+Inputs: daemon/timer handlers with their options, run by the engine against an
+in-memory object (``DaemonsMemory``) with the kwargs that the reactor gives
+them (``daemons.object_context`` with a client that records the patches).
+Outputs: the loop times of the runs, their kwargs, the log records.
+Not mocked: the engine's scheduling and the error protocol of the handlers.
+"""
+import asyncio
+import datetime
+import logging
+from typing import Any, Callable, Dict, List
+
+import pytest
+
+import kopf
+from kopf._cogs.structs import bodies, references
+from kopf._core.actions import progression
+from kopf._core.engines import daemons, stoppers
+from kopf._core.intents import handlers
+
+RESOURCE = references.Resource(group='kopf.dev', version='v1', plural='kopfexamples', namespaced=True)
+
+
+class RecordingClient:
+    """The API client's seam for the daemons' patches: each merge-patch is recorded and answered."""
+
+    def __init__(self) -> None:
+        self.patches: List[Dict[str, Any]] = []
+
+    async def patch_object(self, resource: Any, *, patch: Any, **_: Any) -> Any:
+        self.patches.append(dict(patch))
+        return None
+
+
+def make_handler(cls: type, fn: Callable[..., Any], **options: Any) -> Any:
+    return cls(fn=fn, id=handlers.HandlerId(fn.__name__), param=None, errors=None, timeout=None,
+               retries=None, **{'backoff': None, **options})
+
+
+def make_memory() -> daemons.DaemonsMemory:
+    """Made inside the test: its clock is the test's (fast-forwarded) loop, not the fixtures'."""
+    return daemons.DaemonsMemory(body=bodies.Body({
+        'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
+        'metadata': {'name': 'obj', 'namespace': 'ns', 'uid': 'uid1', 'labels': {'x': '0'}},
+        'spec': {'delay': 3}}))
+
+
+def make_context(memory: daemons.DaemonsMemory, logger: logging.Logger) -> daemons.DaemonContext:
+    context = daemons.object_context(settings=kopf.OperatorSettings(), client=RecordingClient(),  # type: ignore[arg-type]
+                                     resource=RESOURCE, memory=memory, memo=kopf.Memo(),
+                                     indices={'myindex': {'k': 'v'}}, pending_fns=[])
+    return daemons.DaemonContext(**{**context.__dict__, 'logger': logger})
+
+
+async def run_for(seconds: float, memory: daemons.DaemonsMemory, handler: handlers.SpawningHandler,
+                  context: daemons.DaemonContext) -> None:
+    daemons.spawn_daemons(memory=memory, matching=[handler], context=context)
+    await asyncio.sleep(seconds)
+    daemons.stop_daemons(memory=memory, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING, context=context)
+    await asyncio.wait([daemon.task for daemon in memory.running.values()])
+
+
+@pytest.fixture
+def loop_utcnow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handlers' ``started``/``runtime`` follow the fast-forwarded loop, as the schedules do."""
+    base = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    monkeypatch.setattr(progression, 'utcnow',
+                        lambda: base + datetime.timedelta(seconds=asyncio.get_running_loop().time()))
+
+
+# A callable initial_delay=.
+
+@pytest.mark.looptime
+async def test_timer_initial_delay_as_a_function_of_the_object() -> None:
+    memory = make_memory()
+    calls: List[float] = []
+    delay_kwargs: List[Dict[str, Any]] = []
+
+    def delay_of(**kwargs: Any) -> float:
+        delay_kwargs.append(kwargs)
+        return float(kwargs['spec']['delay'])
+
+    async def tick(**_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+    handler = make_handler(handlers.TimerHandler, tick, interval=10, initial_delay=delay_of)
+    await run_for(15, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [3, 13]
+    # As in Kopf 1.45.2: the object's kwargs and the indices, not the handler's (param, retry, ...).
+    assert len(delay_kwargs) == 1
+    assert set(delay_kwargs[0]) == {'resource', 'body', 'spec', 'meta', 'status', 'uid', 'name', 'namespace',
+                                    'labels', 'annotations', 'patch', 'logger', 'memo', 'myindex'}
+    assert delay_kwargs[0]['body'] is memory.body
+
+
+@pytest.mark.looptime
+async def test_daemon_initial_delay_as_a_function() -> None:
+    memory = make_memory()
+    calls: List[float] = []
+
+    async def late(stopped: kopf.DaemonStopped, **_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+        await stopped.wait()
+    handler = make_handler(handlers.DaemonHandler, late, initial_delay=lambda name, **_: 7 if name == 'obj' else 1)
+    await run_for(10, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [7]
+
+
+@pytest.mark.looptime
+async def test_initial_delay_function_returning_none_means_no_delay() -> None:
+    memory = make_memory()
+    calls: List[float] = []
+
+    async def tick(**_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+    handler = make_handler(handlers.TimerHandler, tick, interval=10, initial_delay=lambda **_: None)
+    await run_for(5, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [0]
+
+
+@pytest.mark.looptime
+async def test_a_failing_initial_delay_function_is_logged_and_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    memory = make_memory()
+    calls: List[float] = []
+
+    def broken_delay(**_: Any) -> float:
+        raise ValueError("no delay today")
+
+    async def tick(**_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+    handler = make_handler(handlers.TimerHandler, tick, interval=1, initial_delay=broken_delay)
+    context = make_context(memory, logging.getLogger('test.objects'))
+    with caplog.at_level(logging.DEBUG, logger='test.objects'):
+        await run_for(5, memory, handler, context)
+        daemons.spawn_daemons(memory=memory, matching=[handler], context=context)  # a later event
+        await asyncio.sleep(5)
+    assert calls == []
+    assert handler.id in memory.done  # as in Kopf: not restarted for this object
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "Timer 'tick' has crashed" in errors[0].getMessage()
+    assert "no delay today" in errors[0].getMessage()
+    assert errors[0].exc_info is not None
