@@ -35,8 +35,8 @@ class RecordingClient:
 
 
 def make_handler(cls: type, fn: Callable[..., Any], **options: Any) -> Any:
-    return cls(fn=fn, id=handlers.HandlerId(fn.__name__), param=None, errors=None, timeout=None,
-               retries=None, **{'backoff': None, **options})
+    return cls(fn=fn, id=handlers.HandlerId(fn.__name__), param=None,
+               **{'errors': None, 'timeout': None, 'retries': None, 'backoff': None, **options})
 
 
 def make_memory() -> daemons.DaemonsMemory:
@@ -142,3 +142,61 @@ async def test_a_failing_initial_delay_function_is_logged_and_not_retried(caplog
     assert "Timer 'tick' has crashed" in errors[0].getMessage()
     assert "no delay today" in errors[0].getMessage()
     assert errors[0].exc_info is not None
+
+
+# The cycles of a timer: started/runtime/timeout= count from the cycle's start, as in Kopf 1.45.2
+# (after the wait for the interval or a change, before the idling).
+
+def recording(calls: List[Any], *, fail_first: bool = False) -> Callable[..., Any]:
+    async def timer(retry: int, runtime: datetime.timedelta, **_: Any) -> None:
+        calls.append((asyncio.get_running_loop().time(), retry, runtime.total_seconds()))
+        if fail_first and retry == 0:
+            raise kopf.TemporaryError("once per cycle", delay=2)
+    return timer
+
+
+@pytest.mark.looptime
+@pytest.mark.usefixtures('loop_utcnow')
+async def test_timer_timeout_shorter_than_the_interval_does_not_end_the_timer() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+    handler = make_handler(handlers.TimerHandler, recording(calls), interval=1, timeout=0.5)
+    await run_for(4.5, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0), (4, 0, 0)]
+
+
+@pytest.mark.looptime
+@pytest.mark.usefixtures('loop_utcnow')
+async def test_timer_runtime_counts_from_the_cycle_start_after_the_interval() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+    handler = make_handler(handlers.TimerHandler, recording(calls, fail_first=True), interval=10)
+    await run_for(15, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [(0, 0, 0), (2, 1, 2), (12, 0, 0), (14, 1, 2)]
+
+
+@pytest.mark.looptime
+@pytest.mark.usefixtures('loop_utcnow')
+async def test_timer_runtime_includes_the_idling_but_not_the_interval() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+    handler = make_handler(handlers.TimerHandler, recording(calls), idle=3, interval=5)
+    await run_for(14, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [(3, 0, 3), (8, 0, 0), (13, 0, 0)]
+
+
+@pytest.mark.looptime
+@pytest.mark.usefixtures('loop_utcnow')
+async def test_idle_only_timer_starts_a_new_cycle_when_it_sees_the_change() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+
+    async def change_at(when: float) -> None:
+        await asyncio.sleep(when)
+        memory.notice_change({'metadata': {'name': 'obj'}, 'spec': {'x': 2}})
+    changer = asyncio.create_task(change_at(5))
+    handler = make_handler(handlers.TimerHandler, recording(calls), idle=3)
+    await run_for(10, memory, handler, make_context(memory, logging.getLogger('test')))
+    await changer
+    # The change at 5 is seen at 6 (every idle period after the run at 3); the idling ends at 8.
+    assert calls == [(3, 0, 3), (8, 0, 2)]

@@ -7,7 +7,7 @@ after it), and a timer's schedule: the interval, sharpness, idling, and its retr
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from kopf._cogs.structs import patches
 from kopf._core.actions import execution, invocation, progression, results
@@ -99,9 +99,13 @@ async def _run_timer(
     assert isinstance(handler, handlers.TimerHandler)
     if await _initial_delay(handler, stopper, memory, context):
         return
-    state = progression.HandlerState.from_scratch()
+    state: Optional[progression.HandlerState] = None
     schedule_start = now()
     while not stopper.is_set():
+        if state is None or state.finished:
+            # A new cycle of retries: its started/runtime (and timeout=) count from here, as in
+            # Kopf 1.45.2: after the wait for the interval (or for a change), before the idling.
+            state = progression.HandlerState.from_scratch()
         if handler.idle is not None and not await _wait_for_idling(handler.idle, memory, stopper):
             return
         run_started = now()
@@ -112,18 +116,16 @@ async def _run_timer(
             return
         if not outcome.final:
             delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule
+        elif handler.interval is None:
+            # No interval: run again only after the next change and a new idle period.
+            if not await _wait_for_change(memory, stopper, since=run_started, poll=handler.idle):
+                return
+            continue
+        elif handler.sharp:
+            elapsed = now() - schedule_start
+            delay = handler.interval - elapsed % handler.interval
         else:
-            state = progression.HandlerState.from_scratch()  # success: a new cycle of retries
-            if handler.interval is None:
-                # No interval: run again only after the next change and a new idle period.
-                if not await _wait_for_change(memory, stopper, since=run_started):
-                    return
-                continue
-            if handler.sharp:
-                elapsed = now() - schedule_start
-                delay = handler.interval - elapsed % handler.interval
-            else:
-                delay = handler.interval
+            delay = handler.interval
         if await stopper.wait_async(delay):
             return
 
@@ -138,16 +140,17 @@ async def _wait_for_idling(idle: float, memory: DaemonsMemory, stopper: stoppers
             return False
 
 
-async def _wait_for_change(memory: DaemonsMemory, stopper: stoppers.DaemonStopper, *, since: float) -> bool:
+async def _wait_for_change(memory: DaemonsMemory, stopper: stoppers.DaemonStopper, *,
+                           since: float, poll: Optional[float]) -> bool:
+    """
+    Wait until the object has changed since a moment; false if stopped meanwhile.
+
+    As in Kopf 1.45.2, the change is looked for every ``poll`` (the idle) seconds: the runs
+    are not later for it (the idle period after the change is longer), but the new cycle's
+    ``started`` is the moment when the change is seen.
+    """
     while memory.last_change <= since:
-        memory.changed.clear()
-        waiters = [asyncio.ensure_future(memory.changed.wait()), asyncio.ensure_future(stopper.wait_async())]
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-        if stopper.is_set():
+        if await stopper.wait_async(poll):
             return False
     return True
 

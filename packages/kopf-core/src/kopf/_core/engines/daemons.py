@@ -56,13 +56,11 @@ class DaemonsMemory:
     running: Dict[handlers.HandlerId, Daemon] = dataclasses.field(default_factory=dict)
     done: Set[handlers.HandlerId] = dataclasses.field(default_factory=set)  # exited: never again here
     last_change: float = dataclasses.field(default_factory=lambda: _now())
-    changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     def notice_change(self, raw: Mapping[str, Any]) -> None:
         """Every watch-event: the live body is updated, idling timers start over."""
         self.body._replace_with(dict(raw))
         self.last_change = _now()
-        self.changed.set()
 
     @property
     def stopped(self) -> bool:
