@@ -10,11 +10,13 @@ from typing import Optional
 
 from kopf_testing import OperatorProcess as _OperatorProcess
 from kopf_testing import kopf_executable
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / 'examples'
 
-__all__ = ['EXAMPLES', 'REPO_ROOT', 'OperatorProcess', 'kopf_executable']
+# The waits' timeout and its stretching by $KOPF_TESTING_PATIENCE, for the tests' own waits on processes.
+__all__ = ['DEFAULT_TIMEOUT', 'EXAMPLES', 'REPO_ROOT', 'OperatorProcess', 'kopf_executable', 'patient']
 
 
 class OperatorProcess(_OperatorProcess):

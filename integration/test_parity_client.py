@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from integration.controlplane import Cluster
-from integration.operating import EXAMPLES, REPO_ROOT, OperatorProcess, kopf_executable
+from integration.operating import DEFAULT_TIMEOUT, EXAMPLES, REPO_ROOT, OperatorProcess, kopf_executable, patient
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'client_parity.py')
@@ -114,10 +114,11 @@ def status_of(cluster: Cluster, namespace: str) -> dict[str, Any]:
     return json.loads(result.stdout).get('status', {})  # type: ignore[no-any-return]
 
 
-def run_to_the_end(args: list[str], env: dict[str, str], timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def run_to_the_end(args: list[str], env: dict[str, str], timeout: float = DEFAULT_TIMEOUT,
+                   ) -> subprocess.CompletedProcess[str]:
     """Run ``kopf run`` until it exits by itself (as it must, when it cannot start)."""
     return subprocess.run([kopf_executable(), 'run', *args], env={**os.environ, **env}, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=patient(timeout))
 
 
 def test_a_custom_aiohttp_session_sends_the_requests(
@@ -176,7 +177,7 @@ def test_an_unreachable_server_says_so_in_a_few_lines(tmp_path: pathlib.Path) ->
 def test_a_login_that_finds_nothing_names_each_source_tried(tmp_path: pathlib.Path) -> None:
     home = tmp_path / 'home'
     home.mkdir()
-    result = run_to_the_end([EXAMPLE, '-A', '--standalone'], env={'HOME': str(home), 'KUBECONFIG': ''}, timeout=60)
+    result = run_to_the_end([EXAMPLE, '-A', '--standalone'], env={'HOME': str(home), 'KUBECONFIG': ''})
     last = (result.stdout + result.stderr).splitlines()[-1]
     assert result.returncode != 0
     assert last.startswith("Error: Cannot log in to the cluster: Initial authentication has failed: "

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from integration.operating import OperatorProcess
+from integration.operating import DEFAULT_TIMEOUT, OperatorProcess, patient
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'retrying_startup.py')
 INTERRUPTED = "Startup activity is only partially executed due to cancellation."
@@ -29,7 +29,7 @@ def test_signal_stops_a_retrying_startup(namespace: str, tmp_path: pathlib.Path,
         op.wait_for(r"Startup attempt #2\.")
         signalled = time.monotonic()
         op.process.send_signal(sig)
-        returncode = op.process.wait(timeout=20)
+        returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
         elapsed = time.monotonic() - signalled
     except subprocess.TimeoutExpired:
         op.process.kill()
@@ -49,7 +49,7 @@ def test_stop_flag_stops_a_retrying_startup(namespace: str, tmp_path: pathlib.Pa
     op.start()
     assert op.process is not None
     try:
-        returncode = op.process.wait(timeout=30)
+        returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))  # the start, 3 attempts, the stop
     except subprocess.TimeoutExpired:
         op.process.kill()
         op.process.wait()

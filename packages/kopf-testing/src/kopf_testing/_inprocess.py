@@ -20,6 +20,7 @@ from typing import Any, Optional, Union
 
 import kopf
 from kopf_testing._logs import OperatorLog
+from kopf_testing._polling import patient
 
 _FORMAT = '[%(asctime)s] %(name)-20.20s [%(levelname)-8.8s] %(message)s'
 
@@ -48,7 +49,7 @@ class InProcessOperator(OperatorLog):
         self.namespace = namespace
         self.settings = settings
         self.client = client
-        self.timeout = timeout
+        self.timeout = patient(timeout)
         load_files(paths, registry=registry)
         self._lines: list[str] = []
         self._handler = _ListHandler(self._lines)

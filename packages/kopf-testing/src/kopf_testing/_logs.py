@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable
 from typing import Optional
 
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
+
 # The level in kopf's default log format: ``[time] logger-name [ERROR   ] message``.
 _ERROR_LEVEL = re.compile(r'^\[[^\]]*\] \S+\s+\[(ERROR|CRITICAL)\s*\] ')
 
@@ -46,8 +48,9 @@ class OperatorLog(abc.ABC):
         """The lines logged at the ERROR or CRITICAL level so far."""
         return find_error_lines(self.log)
 
-    def wait_for(self, pattern: str, *, timeout: float = 30, count: int = 1) -> str:
+    def wait_for(self, pattern: str, *, timeout: float = DEFAULT_TIMEOUT, count: int = 1) -> str:
         """Wait until the log has the pattern (a regexp) at least ``count`` times; return the log."""
+        timeout = patient(timeout)
         deadline = time.monotonic() + timeout
         regexp = re.compile(pattern)
         while True:

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Optional, TypeVar, Union
 
 from kopf_testing._logs import OperatorLog
+from kopf_testing._polling import patient
 
 _Self = TypeVar('_Self', bound='OperatorProcess')
 
@@ -54,11 +55,12 @@ class OperatorProcess(OperatorLog):
             self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
                                             env=self.env, cwd=self.cwd)
 
-    def stop(self, timeout: float = 20) -> int:
+    def stop(self, timeout: float = 60) -> int:
         """Stop it as Ctrl-C does (gracefully); kill it if it does not stop in time."""
         if self.process is None:
             return 0
         if self.process.poll() is None:
+            timeout = patient(timeout)
             self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout=timeout)

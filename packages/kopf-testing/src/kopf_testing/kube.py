@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Optional, Union
 
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 from kopf_testing.controlplane import Cluster, KubectlError
 
 Object = dict[str, Any]
@@ -56,7 +57,7 @@ class KubeClient(abc.ABC):
         """Patch the object (or its ``status`` subresource); return it as patched."""
 
     @abc.abstractmethod
-    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = 30) -> None:
+    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Request the deletion; with ``wait=True``, also wait until it is gone (finalizers done)."""
 
     @abc.abstractmethod
@@ -64,13 +65,14 @@ class KubeClient(abc.ABC):
         """The object as stored; fails with :class:`KubectlError` (``NotFound``) if it is absent."""
 
     def wait_for(self, resource: str, name: str, predicate: Callable[[Object], Any], *,
-                 timeout: float = 30, interval: Optional[float] = None) -> Object:
+                 timeout: float = DEFAULT_TIMEOUT, interval: Optional[float] = None) -> Object:
         """
         Poll the object until the predicate is truthy for it, and return it.
 
         Fails after ``timeout`` seconds with the last state seen (or that the
         object was absent), and the predicate's docstring if it has one.
         """
+        timeout = patient(timeout)
         deadline = time.monotonic() + timeout
         while True:
             obj = self.find(resource, name)
@@ -83,9 +85,10 @@ class KubeClient(abc.ABC):
                                      f"the last state seen:\n{seen}")
             time.sleep(self.poll_interval if interval is None else interval)
 
-    def wait_for_deletion(self, resource: str, name: str, *, timeout: float = 30,
+    def wait_for_deletion(self, resource: str, name: str, *, timeout: float = DEFAULT_TIMEOUT,
                           interval: Optional[float] = None) -> None:
         """Poll until the object is gone; fail with its last state (e.g. its finalizers) if it stays."""
+        timeout = patient(timeout)
         deadline = time.monotonic() + timeout
         while (obj := self.find(resource, name)) is not None:
             if time.monotonic() > deadline:
@@ -138,7 +141,7 @@ class Kube(KubeClient):
         output = self.kubectl('patch', resource, name, f'--type={type}', '-p', json.dumps(patch), *extra, '-o', 'json')
         return json.loads(output)  # type: ignore[no-any-return]
 
-    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = 30) -> None:
+    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Request the deletion; with ``wait=True``, also wait until it is gone (finalizers done)."""
         self.kubectl('delete', resource, name, '--ignore-not-found', '--wait=false')
         if wait:

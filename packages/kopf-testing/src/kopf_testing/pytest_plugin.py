@@ -227,7 +227,7 @@ def kopf_kube(request: pytest.FixtureRequest, kopf_cluster_kind: str, kopf_names
     """
     The objects of the test's namespace: ``create``, ``get``, ``find``, ``list``, ``patch``, ``delete``.
 
-    ``wait_for(resource, name, predicate, timeout=30)`` waits for an object's
+    ``wait_for(resource, name, predicate, timeout=120)`` waits for an object's
     state (a timeout reports the last state seen), ``apply_crd(...)`` applies CRDs.
     """
     if kopf_cluster_kind == MEMORY:

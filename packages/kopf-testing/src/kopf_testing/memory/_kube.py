@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 from kopf import clients
+from kopf_testing._polling import DEFAULT_TIMEOUT
 from kopf_testing.controlplane import KubectlError
 from kopf_testing.kube import KubeClient, Manifest, Object
 from kopf_testing.memory._errors import unsupported
@@ -97,7 +98,7 @@ class MemoryKube(KubeClient):
             return self.api.patch(served.resource, self._namespace_of(served), name, patch, _PATCH_TYPES[type],
                                   subresource)  # kubectl patch does not validate strictly
 
-    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = 30) -> None:
+    def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         with _as_kubectl('delete'):
             served = self.api.served_by_name(resource)
         try:
