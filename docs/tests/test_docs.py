@@ -33,7 +33,8 @@ from kopf_testing.controlplane import Cluster
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DOCS = REPO / 'docs'
-EXECUTED_PAGES = ['getting-started.md', 'testing.md', 'indexing.md', 'admission.md', 'kwargs.md', 'authentication.md', 'daemons.md', 'timers.md', 'hierarchies.md']
+EXECUTED_PAGES = ['getting-started.md', 'testing.md', 'indexing.md', 'admission.md', 'kwargs.md', 'authentication.md',
+                  'daemons.md', 'timers.md', 'hierarchies.md']
 MANIFESTS = sorted((DOCS / 'manifests').glob('*.yaml'))
 MANIFESTS_NAMESPACE = 'my-operator'
 
