@@ -8,14 +8,16 @@ Outputs: the loop times of the runs, their kwargs, the log records.
 Not mocked: the engine's scheduling and the error protocol of the handlers.
 """
 import asyncio
+import copy
 import datetime
 import logging
+import threading
 from typing import Any, Callable, Dict, List
 
 import pytest
 
 import kopf
-from kopf._cogs.structs import bodies, references
+from kopf._cogs.structs import bodies, hierarchies, references
 from kopf._core.actions import progression
 from kopf._core.engines import daemons, stoppers
 from kopf._core.intents import handlers
@@ -200,3 +202,74 @@ async def test_idle_only_timer_starts_a_new_cycle_when_it_sees_the_change() -> N
     await changer
     # The change at 5 is seen at 6 (every idle period after the run at 3); the idling ends at 8.
     assert calls == [(3, 0, 3), (8, 0, 2)]
+
+
+# The default owner of kopf.adopt() & co in daemons and timers: the live object, as in Kopf 1.45.2.
+
+def relabel(memory: daemons.DaemonsMemory, value: str) -> None:
+    raw = dict(memory.body)
+    raw['metadata'] = dict(raw['metadata'], labels={'x': value})
+    memory.notice_change(raw)
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize('is_async', [True, False], ids=['async', 'sync'])
+async def test_daemon_default_owner_is_the_live_object(is_async: bool) -> None:
+    memory = make_memory()
+    children: List[Dict[str, Any]] = []
+    adopted = threading.Event()
+
+    def adopt_one() -> None:
+        child: Dict[str, Any] = {'metadata': {'name': 'child'}}
+        kopf.adopt(child)
+        children.append(child)
+        adopted.set()
+
+    async def async_daemon(stopped: kopf.DaemonStopped, **_: Any) -> None:
+        while not await stopped.wait(1):
+            adopt_one()
+
+    def sync_daemon(stopped: kopf.DaemonStopped, **_: Any) -> None:
+        adopt_one()
+        while not stopped.wait(0.2):
+            pass
+        adopt_one()
+
+    # The reactor spawns the daemons in the context of the event's handling: the body as it was then.
+    hierarchies.current_body.set(bodies.Body(copy.deepcopy(dict(memory.body))))
+    handler = make_handler(handlers.DaemonHandler, async_daemon if is_async else sync_daemon)
+    context = make_context(memory, logging.getLogger('test'))
+    daemons.spawn_daemons(memory=memory, matching=[handler], context=context)
+    if is_async:
+        await asyncio.sleep(1.5)
+    else:
+        await asyncio.to_thread(adopted.wait, 10)  # the sync daemon's thread runs in real time, not the loop's
+    relabel(memory, '1')
+    await asyncio.sleep(1)
+    daemons.stop_daemons(memory=memory, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING, context=context)
+    await asyncio.wait([daemon.task for daemon in memory.running.values()])
+    assert children[0]['metadata']['labels'] == {'x': '0'}
+    assert children[-1]['metadata']['labels'] == {'x': '1'}
+    assert children[-1]['metadata']['ownerReferences'][0]['uid'] == 'uid1'
+
+
+@pytest.mark.looptime
+async def test_timer_default_owner_is_the_live_object() -> None:
+    memory = make_memory()
+    labels: List[Any] = []
+
+    def tick(**_: Any) -> None:
+        child: Dict[str, Any] = {'metadata': {'name': 'child'}}
+        kopf.label(child)
+        labels.append(child['metadata']['labels'])
+
+    hierarchies.current_body.set(bodies.Body(copy.deepcopy(dict(memory.body))))
+    context = make_context(memory, logging.getLogger('test'))
+    daemons.spawn_daemons(memory=memory, matching=[make_handler(handlers.TimerHandler, tick, interval=1)],
+                          context=context)
+    await asyncio.sleep(1.5)
+    relabel(memory, '1')
+    await asyncio.sleep(1)
+    daemons.stop_daemons(memory=memory, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING, context=context)
+    await asyncio.wait([daemon.task for daemon in memory.running.values()])
+    assert labels == [{'x': '0'}, {'x': '0'}, {'x': '1'}]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from kopf._cogs.structs import patches
+from kopf._cogs.structs import hierarchies, patches
 from kopf._core.actions import execution, invocation, progression, results
 from kopf._core.engines import stoppers
 from kopf._core.intents import handlers
@@ -32,6 +32,9 @@ async def run_guarded(
 ) -> None:
     """The task of a daemon or timer: whatever escapes its runner is logged, never lost silently."""
     runner = _run_timer if isinstance(handler, handlers.TimerHandler) else _run_daemon
+    # The default owner of kopf.adopt() & co in this task (and its threads): the live body, as in Kopf,
+    # not the body of the event that spawned the daemon (the task's context is a copy of that one's).
+    hierarchies.current_body.set(memory.body)
     try:
         await runner(handler=handler, stopper=stopper, memory=memory, context=context)
     except Exception as e:
