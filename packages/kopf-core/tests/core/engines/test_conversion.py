@@ -184,7 +184,7 @@ async def test_all_kwargs(conversion: ConversionFn, registry: kopf.OperatorRegis
     assert seen['labels'] == {'app': 'x'}
     assert (seen['source'], seen['target'], seen['param']) == ('v1', 'v2', 7)
     assert seen['resource'] is KOPFEXAMPLES_V2  # the preferred version, as the selectors see resources
-    assert seen['headers'] == headers and seen['sslpeer'] is None
+    assert seen['headers'] == headers and seen['sslpeer'] == {}
     assert seen['idx1'] == {'key': 'indexed'}
     assert isinstance(seen['logger'], logging.LoggerAdapter)
     assert seen['memo'] is not memo and seen['memo'].shared == 'operator'  # a throwaway copy for the unknown

@@ -140,7 +140,8 @@ class AdmissionFn:
             warnings=warnings,
             userinfo=payload.get('userInfo') or {},
             headers=headers if headers is not None else {},
-            sslpeer=sslpeer if sslpeer else None,
+            # As in Kopf 1.45.2: always a mapping, empty without a client certificate (or an unverified one).
+            sslpeer=sslpeer if sslpeer else {},
             subresource=payload.get('subResource') or None,
             operation=payload['operation'],
         )

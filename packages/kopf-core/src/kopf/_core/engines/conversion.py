@@ -93,7 +93,7 @@ class ConversionFn:
         except conversionreviews.TooManyObjectsError as e:
             logger.warning(f"A conversion review is refused: {e}")
             return conversionreviews.build_response(request, failure=str(e))
-        extra = dict(headers=headers if headers is not None else {}, sslpeer=sslpeer if sslpeer else None)
+        extra = dict(headers=headers if headers is not None else {}, sslpeer=sslpeer if sslpeer else {})
         started = time.monotonic()
         try:
             with admission.refusing_deep_nesting("conversion review"):
