@@ -8,7 +8,7 @@ pointing to it. On exit, the webhooks are removed from the configurations.
 
 Try it::
 
-    kopf run examples/17-admission/admission.py --verbose
+    kopf run examples/17-admission/admission.py --verbose -n default
     kubectl create -f examples/obj.yaml            # defaults added, a warning shown
     kubectl patch kex kopf-example-1 --type=merge -p '{"spec": {"numbers": [500]}}'   # rejected
 """
