@@ -178,20 +178,34 @@ def test_a_login_that_finds_nothing_names_each_source_tried(tmp_path: pathlib.Pa
     home = tmp_path / 'home'
     home.mkdir()
     result = run_to_the_end([EXAMPLE, '-A', '--standalone'], env={'HOME': str(home), 'KUBECONFIG': ''})
-    last = (result.stdout + result.stderr).splitlines()[-1]
+    output = (result.stdout + result.stderr).splitlines()
     assert result.returncode != 0
-    assert last.startswith("Error: Cannot log in to the cluster: Initial authentication has failed: "
-                           "no credentials were retrieved from the login handlers. Tried: ")
+    # One error block at the end: the headline, what was tried (and not), and the next step.
+    starts = [index for index, line in enumerate(output) if line.startswith("Error: ")]
+    assert len(starts) == 1
+    block = output[starts[0]:]
+    text = '\n'.join(block)
     installed = [name for name in ['pykube', 'kubernetes'] if _importable(name)]
+    assert len(block) == (3 if len(installed) == 2 else 4)  # a "Not tried:" line for the missing libraries
+    assert block[0] == ("Error: Cannot log in to the cluster: Initial authentication has failed: "
+                        "no credentials were retrieved from the login handlers.")
+    assert block[1].startswith("  Tried: ")
+    assert block[-1].startswith("  Next step: set KUBECONFIG")
+    assert "local control plane" in block[-1]
+    assert block[-1].endswith("see Authentication: docs/authentication.md")
     if not installed:  # the built-in logins are the defaults
-        assert "login_with_service_account (not in a cluster: " in last
-        assert f"login_with_kubeconfig (no kubeconfig: $KUBECONFIG is not set, and {home}/.kube/config" in last
+        assert "login_with_service_account (not in a cluster: " in text
+        assert f"login_with_kubeconfig (no kubeconfig: $KUBECONFIG is not set, and {home}/.kube/config" in text
     if 'pykube' in installed:
-        assert "login_via_pykube (configured neither in cluster, nor via kubeconfig file" in last
+        assert "login_via_pykube (configured neither in cluster, nor via kubeconfig file" in text
     else:
-        assert "login_via_pykube (the 'pykube-ng' library is not installed)" in last
+        assert "login_via_pykube (the 'pykube-ng' library is not installed)" in text
     if 'kubernetes' in installed:
-        assert "login_via_client (configured neither in cluster, nor via kubeconfig file" in last
+        assert "login_via_client (configured neither in cluster, nor via kubeconfig file" in text
+    # The reasons are said once: not before in the log, where the logins found no credentials.
+    assert all("configured neither in cluster" not in line for line in output[:starts[0]])
+    assert "Activity 'login_via_pykube' found no credentials." in '\n'.join(output) or 'pykube' not in installed
+    assert 'succeeded' not in '\n'.join(output)
     assert 'Traceback' not in result.stderr
 
 

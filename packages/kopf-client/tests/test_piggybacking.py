@@ -206,7 +206,9 @@ def test_pykube_without_any_config_gives_nothing(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _fake_pykube(monkeypatch)
     monkeypatch.setenv('KUBECONFIG', '/nowhere/config')
-    assert login_via_pykube(logger=LOGGER) is None
+    with caplog.at_level(logging.DEBUG):
+        assert login_via_pykube(logger=LOGGER) is None
+    assert {r.levelname for r in caplog.records} == {'DEBUG'}  # the login error says it, once
     assert caplog.messages == ["Pykube is configured neither in cluster, nor via kubeconfig file "
                                "(KUBECONFIG=/nowhere/config): Configuration file ~/.kube/config not found"]
 
@@ -271,7 +273,9 @@ def test_client_without_any_config_gives_nothing(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _fake_kubernetes(monkeypatch)
     monkeypatch.delenv('KUBECONFIG', raising=False)
-    assert login_via_client(logger=LOGGER) is None
+    with caplog.at_level(logging.DEBUG):
+        assert login_via_client(logger=LOGGER) is None
+    assert {r.levelname for r in caplog.records} == {'DEBUG'}  # the login error says it, once
     assert caplog.messages == ["Client is configured neither in cluster, nor via kubeconfig file "
                                "(KUBECONFIG=~/.kube/config): Invalid kube-config file. No configuration found."]
 

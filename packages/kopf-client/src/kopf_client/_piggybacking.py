@@ -168,10 +168,14 @@ def import_library(module: str, *, package: str) -> Any:
 
 
 def report_no_config(logger: Any, library: str, exc: BaseException, *, fn_name: str) -> None:
-    """Say why a library has found no credentials: if none has, this is what the user must fix."""
+    """
+    Say why a library has found no credentials: if none has, this is what the user must fix.
+
+    The login error says it once, with the other reasons and the next step; the log only in debug.
+    """
     kubeconfig = os.environ.get('KUBECONFIG', '~/.kube/config')
-    logger.warning(f"{library} is configured neither in cluster, nor via kubeconfig file "
-                   f"(KUBECONFIG={kubeconfig}): {exc}")
+    logger.debug(f"{library} is configured neither in cluster, nor via kubeconfig file "
+                 f"(KUBECONFIG={kubeconfig}): {exc}")
     _reasons.nothing_found(fn_name, f"configured neither in cluster, nor via kubeconfig file "
                                     f"(KUBECONFIG={kubeconfig}): {exc}")
 

@@ -138,12 +138,20 @@ async def _invoke_once(
         return _arbitrary_outcome(handler=handler, state=state, logger=logger, exc=e,
                                   errors_mode=errors_mode, backoff=backoff), True
     else:
-        logger.info(f"{title} succeeded.")
+        logger.info(f"{title} {_success_wording(handler, result)}.")
         return progression.HandlerOutcome(final=True, result=result,
                                           subrefs=tuple(scope.subrefs) if scope is not None else ()), False
     finally:
         if token is not None:
             subexecution_var.reset(token)
+
+
+def _success_wording(handler: handlers.BaseHandler, result: Any) -> str:
+    """A login handler that returns nothing has found no credentials: Kopf 1.45.2 says "succeeded"."""
+    if (isinstance(handler, handlers.ActivityHandler) and result is None
+            and handler.activity == handlers.Activity.AUTHENTICATION):
+        return "found no credentials"
+    return "succeeded"
 
 
 def _check_limits(

@@ -114,13 +114,23 @@ async def authenticate(
         if isinstance(o.result, credentials.ConnectionInfo)}
     await vault.populate(items)
     if vault.is_empty():
+        # Kopf's one line in the log; the reasons and the next step are said once, by the error.
+        headline = f"{prefix} has failed: no credentials were retrieved from the login handlers."
         reasons = explain_no_credentials(outcomes, driver=None if own_handlers else driver)
-        error = credentials.LoginError(f"{prefix} has failed: no credentials were retrieved "
-                                       f"from the login handlers. {reasons}")
-        logger.warning(str(error))
+        next_step = NEXT_STEP_OWN if own_handlers else NEXT_STEP
+        error = credentials.LoginError(f"{headline}\n  {reasons}\n  {next_step}")
+        logger.warning(headline)
         await vault.fail(error)
         raise error
     logger.info(f"{prefix} has finished.")
+
+
+# What to do when nothing is found: said once, at the end of the login error.
+NEXT_STEP = ("Next step: set KUBECONFIG (or create ~/.kube/config), or start kopf-testing's local control plane: "
+             "eval \"$(python -m kopf_testing.controlplane start --state-dir /tmp/cp)\"; "
+             "see Authentication: docs/authentication.md")
+NEXT_STEP_OWN = ("Next step: make a login handler return a kopf.ConnectionInfo; "
+                 "see Authentication: docs/authentication.md#your-own-login-handler")
 
 
 def explain_no_credentials(
@@ -152,7 +162,7 @@ def explain_no_credentials(
         reasons.append(f"{name} ({why})")
     tried = f"Tried: {'; '.join(reasons)}." if reasons else "There are no login handlers."
     untried = [f"{name} ({why})" for name, why in explained.items()]  # e.g. their libraries are missing
-    return f"{tried} Not tried: {'; '.join(untried)}." if untried else tried
+    return f"{tried}\n  Not tried: {'; '.join(untried)}." if untried else tried
 
 
 def default_login_handlers(driver: protocols.ClientDriver) -> Sequence[handlers.ActivityHandler]:
