@@ -273,3 +273,55 @@ async def test_timer_default_owner_is_the_live_object() -> None:
     daemons.stop_daemons(memory=memory, reason=stoppers.DaemonStoppingReason.OPERATOR_EXITING, context=context)
     await asyncio.wait([daemon.task for daemon in memory.running.values()])
     assert labels == [{'x': '0'}, {'x': '0'}, {'x': '1'}]
+
+
+# A timer after a permanent failure: it runs again on its schedule, as Kopf 1.45.2 does
+# (its manual says the timer stops; see docs/migration.md).
+
+@pytest.mark.looptime
+async def test_timer_with_exhausted_retries_runs_again_after_the_interval() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+
+    async def failing(retry: int, **_: Any) -> None:
+        calls.append((asyncio.get_running_loop().time(), retry))
+        raise Exception("still failing")
+    handler = make_handler(handlers.TimerHandler, failing, interval=10, retries=2, backoff=1)
+    await run_for(25, memory, handler, make_context(memory, logging.getLogger('test')))
+    # Two attempts per cycle (the second is the last one: retries=2), then the interval.
+    assert calls == [(0, 0), (1, 1), (11, 0), (12, 1), (22, 0), (23, 1)]
+    assert handler.id not in memory.done
+
+
+@pytest.mark.looptime
+@pytest.mark.usefixtures('loop_utcnow')
+async def test_idle_timer_with_a_timeout_below_the_idle_time_runs_after_the_first_timeout(
+        caplog: pytest.LogCaptureFixture) -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+    handler = make_handler(handlers.TimerHandler, recording(calls), idle=3, interval=1, timeout=2)
+    with caplog.at_level(logging.DEBUG, logger='test.objects'):
+        await run_for(5.5, memory, handler, make_context(memory, logging.getLogger('test.objects')))
+    # The first cycle times out while idling (before its run); the next one starts after the interval.
+    assert calls == [(4, 0, 0), (5, 0, 0)]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "Timer 'timer' has timed out after 0:00:03."]
+
+
+@pytest.mark.looptime
+async def test_idle_only_timer_after_a_permanent_error_runs_after_the_next_change() -> None:
+    memory = make_memory()
+    calls: List[float] = []
+
+    async def broken(**_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+        raise kopf.PermanentError("not this time")
+
+    async def change_at(when: float) -> None:
+        await asyncio.sleep(when)
+        relabel(memory, '1')
+    changer = asyncio.create_task(change_at(5))
+    handler = make_handler(handlers.TimerHandler, broken, idle=3)
+    await run_for(10, memory, handler, make_context(memory, logging.getLogger('test')))
+    await changer
+    assert calls == [3, 8]

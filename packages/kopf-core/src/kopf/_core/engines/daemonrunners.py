@@ -114,9 +114,8 @@ async def _run_timer(
         run_started = now()
         outcome, state = await _run_once(handler=handler, stopper=stopper, memory=memory,
                                          context=context, state=state)
-        if outcome.final and outcome.exception is not None:
-            memory.done.add(handler.id)  # a permanent failure stops the timer for this object for good
-            return
+        # A permanent failure (also an exceeded retries= or timeout=) ends the cycle as a success
+        # does: the timer runs again on its schedule, as Kopf 1.45.2 does (its manual says it stops).
         if not outcome.final:
             delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule
         elif handler.interval is None:
