@@ -19,6 +19,7 @@ import pytest
 from integration.controlplane import Cluster
 from integration.kubeobjects import apply_crds, crd_manifest, create_object, poll
 from integration.operating import OperatorProcess
+from integration.probes import free_port
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
@@ -27,13 +28,6 @@ GROUP = 'health.kopf.dev'
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
     apply_crds(cluster, crd_manifest(GROUP, 'healthobjs', 'HealthObj'))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def fetch(url: str) -> Optional[tuple[int, bytes]]:

@@ -9,7 +9,6 @@ the operator's listening sockets as the kernel lists them (``/proc``).
 """
 import os
 import pathlib
-import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -22,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from integration.controlplane import Cluster
 from integration.kubeobjects import apply_crds, crd_manifest, create_object, poll
 from integration.operating import OperatorProcess, kopf_executable
+from integration.probes import free_port
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'metrics_handlers.py')
 GROUP = 'metrics.kopf.dev'
@@ -33,13 +33,6 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 @pytest.fixture(scope='module', autouse=True)
 def crds(cluster: Cluster) -> None:
     apply_crds(cluster, crd_manifest(GROUP, 'metricsobjs', 'MetricsObj'))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def scrape(url: str) -> Optional[tuple[str, str]]:

@@ -20,10 +20,9 @@ import functools
 import gzip
 import pathlib
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Generic, Optional, TypeVar
+from collections.abc import Iterator
+from typing import Optional, TypeVar
 
 import psutil
 import pytest
@@ -40,6 +39,7 @@ from integration.kubeobjects import (
     poll,
 )
 from integration.operating import OperatorProcess
+from integration.probes import Sampler
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
@@ -73,27 +73,6 @@ def probe(port: int) -> tuple[Optional[int], float]:
         return None, time.monotonic() - started
     status = int(response.split(b' ', 2)[1]) if response else None
     return status, time.monotonic() - started
-
-
-class Sampler(threading.Thread, Generic[T]):
-    """Calls the function repeatedly in a thread of its own until stopped; keeps the results."""
-
-    def __init__(self, fn: Callable[[], T], interval: float) -> None:
-        super().__init__(daemon=True)
-        self.fn = fn
-        self.interval = interval
-        self.results: list[T] = []
-        self._stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self._stopped.is_set():
-            self.results.append(self.fn())
-            self._stopped.wait(self.interval)
-
-    def stop(self) -> list[T]:
-        self._stopped.set()
-        self.join()
-        return self.results
 
 
 @pytest.fixture

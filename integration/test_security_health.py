@@ -19,11 +19,9 @@ import asyncio
 import dataclasses
 import pathlib
 import resource
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, Generic, Optional, TypeVar
+from collections.abc import Iterator
+from typing import Any, Optional, TypeVar
 
 import psutil
 import pytest
@@ -31,6 +29,7 @@ import pytest
 from integration.controlplane import Cluster
 from integration.kubeobjects import apply_crds, crd_manifest, poll
 from integration.operating import OperatorProcess
+from integration.probes import Sampler, exchange, free_port
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
@@ -59,6 +58,11 @@ def enough_file_descriptors() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+def ask(port: int, raw: bytes) -> Optional[tuple[int, bytes]]:
+    """The status and body of the answer within a probe's timeout, or ``None`` (as kubelet would give up)."""
+    return exchange(port, raw, timeout=PROBE_TIMEOUT)
+
+
 @dataclasses.dataclass
 class Operator:
     process: OperatorProcess
@@ -72,9 +76,7 @@ class Operator:
 
 @pytest.fixture
 def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[Operator]:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     (tmp_path / 'gate').touch()  # no waiting at the start
     process = OperatorProcess([OPERATOR, '-n', namespace, f'--liveness=http://127.0.0.1:{port}/healthz'],
                               log_path=tmp_path / 'operator.log',
@@ -82,24 +84,10 @@ def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[Operator]:
                                    'HEALTH_FAIL_FILE': str(tmp_path / 'fail')})
     process.start()
     op = Operator(process=process, port=port)
-    poll(lambda: (r if (r := exchange(port, b'GET /healthz HTTP/1.1\r\n\r\n')) and r[0] == 200 else None),
+    poll(lambda: (r if (r := ask(port, b'GET /healthz HTTP/1.1\r\n\r\n')) and r[0] == 200 else None),
          timeout=60)
     yield op
     assert process.stop() == 0
-
-
-def exchange(port: int, raw: bytes, timeout: float = PROBE_TIMEOUT) -> Optional[tuple[int, bytes]]:
-    """The status and body of the response, or ``None`` if there is none (nothing listens, or no answer)."""
-    try:
-        with socket.create_connection(('127.0.0.1', port), timeout=timeout) as sock:
-            sock.sendall(raw)
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-    except OSError:
-        return None
-    head, _, body = b''.join(chunks).partition(b'\r\n\r\n')
-    return (int(head.split(b' ', 2)[1]), body) if head else None
 
 
 @dataclasses.dataclass
@@ -182,36 +170,16 @@ class Flood:
 T = TypeVar('T')
 
 
-class Sampler(threading.Thread, Generic[T]):
-    """Calls a function repeatedly until stopped, and keeps what it returns."""
-
-    def __init__(self, fn: Callable[[], T], interval: float) -> None:
-        super().__init__(daemon=True)
-        self.fn, self.interval = fn, interval
-        self.results: list[T] = []
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            self.results.append(self.fn())
-            self.stopped.wait(self.interval)
-
-    def stop(self) -> list[T]:
-        self.stopped.set()
-        self.join()
-        return self.results
-
-
 def test_a_flood_of_slow_and_huge_heads_neither_grows_the_memory_nor_stops_the_probes(
         operator: Operator) -> None:
     memory = psutil.Process(operator.pid)
     for _ in range(300):  # the server's own code and buffers in use before the baseline, as in a running pod
-        exchange(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n')
+        ask(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n')
     rss_before = memory.memory_info().rss
 
     def probe() -> tuple[Optional[int], float]:
         started = time.monotonic()
-        response = exchange(operator.port, b'GET /healthz HTTP/1.1\r\nHost: pod\r\nUser-Agent: kube-probe\r\n\r\n')
+        response = ask(operator.port, b'GET /healthz HTTP/1.1\r\nHost: pod\r\nUser-Agent: kube-probe\r\n\r\n')
         return (response[0] if response else None), time.monotonic() - started
 
     rss = Sampler(lambda: memory.memory_info().rss, interval=0.05)
@@ -229,7 +197,7 @@ def test_a_flood_of_slow_and_huge_heads_neither_grows_the_memory_nor_stops_the_p
     assert rss_peak - rss_before < RSS_GROWTH_LIMIT
     assert set(statuses) == {200}, list(zip(statuses, times, strict=True))
     assert len(statuses) >= ATTACK_SECONDS  # the probes were answered all along, not only after the attack
-    after = exchange(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n')
+    after = ask(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n')
     assert after == (200, b'{"static": "ok", "memo": "hello", "gate": true}')
     assert "The health endpoint has reached its limit of 256 connections" in operator.process.log  # it was hit
     assert "Traceback" not in operator.process.log
@@ -237,8 +205,8 @@ def test_a_flood_of_slow_and_huge_heads_neither_grows_the_memory_nor_stops_the_p
 
 
 def test_a_malformed_request_line_is_a_bad_request_without_a_traceback(operator: Operator) -> None:
-    assert exchange(operator.port, b'GET http://[::1/ HTTP/1.1\r\nHost: x\r\n\r\n') == (400, b"Bad request.\n")
-    assert exchange(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n') is not None  # the server lives on
+    assert ask(operator.port, b'GET http://[::1/ HTTP/1.1\r\nHost: x\r\n\r\n') == (400, b"Bad request.\n")
+    assert ask(operator.port, b'GET /healthz HTTP/1.1\r\n\r\n') is not None  # the server lives on
     log = operator.process.log
     assert "Traceback" not in log
     assert "Unhandled exception" not in log

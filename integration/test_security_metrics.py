@@ -16,7 +16,6 @@ that exposition held the loop (and the health probes) for seconds.
 """
 import asyncio
 import pathlib
-import socket
 import statistics
 import threading
 import time
@@ -30,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from integration.controlplane import Cluster
 from integration.kubeobjects import apply_crds, crd_manifest, create_object, poll
 from integration.operating import OperatorProcess
+from integration.probes import exchange, free_port
 from kopf_testing import Kube
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'metrics_subhandlers.py')
@@ -49,25 +49,10 @@ def crds(cluster: Cluster) -> None:
     apply_crds(cluster, crd_manifest(GROUP, 'subitemsobjs', 'SubItemsObj'))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def get(port: int, path: str, timeout: float = 30) -> Optional[tuple[int, str]]:
     """The status and the body, or ``None`` if nothing answers."""
-    try:
-        with socket.create_connection(('127.0.0.1', port), timeout=timeout) as sock:
-            sock.sendall(f'GET {path} HTTP/1.1\r\nHost: x\r\n\r\n'.encode())
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-    except OSError:
-        return None
-    head, _, body = b''.join(chunks).partition(b'\r\n\r\n')
-    return (int(head.split(b' ', 2)[1]), body.decode()) if head else None
+    response = exchange(port, f'GET {path} HTTP/1.1\r\nHost: x\r\n\r\n'.encode(), timeout=timeout)
+    return (response[0], response[1].decode()) if response is not None else None
 
 
 def handler_runs(text: str) -> dict[str, float]:

@@ -42,6 +42,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from integration import kubeobjects
 from integration.controlplane import Cluster
 from integration.operating import OperatorProcess
+from integration.probes import free_port
 
 GROUP = 'security.kopf.dev'
 PLURAL = 'securityobjs'
@@ -161,12 +162,6 @@ def replace_file(path: pathlib.Path, content: bytes) -> None:
     """Replace the file at once, as the kubelet updates the mounted secrets."""
     path.with_name(path.name + '.new').write_bytes(content)
     os.replace(path.with_name(path.name + '.new'), path)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
