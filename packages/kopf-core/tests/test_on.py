@@ -139,9 +139,11 @@ def test_timer_decorator(registry: OperatorRegistry) -> None:
     assert (handler.interval, handler.idle, handler.initial_delay, handler.sharp) == (10, 5, 1, True)
 
 
-def test_timer_without_interval_or_idle_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"interval= or idle="):
-        on.timer('kopfexamples')
+def test_timer_without_interval_or_idle_is_accepted(registry: OperatorRegistry) -> None:
+    on.timer('kopfexamples')(fn)  # as in Kopf 1.45.2: it runs once per object
+    [handler] = registry.get_spawning_handlers(resource=KOPFEXAMPLES)
+    assert isinstance(handler, TimerHandler)
+    assert (handler.interval, handler.idle) == (None, None)
 
 
 def test_index_decorator(registry: OperatorRegistry) -> None:

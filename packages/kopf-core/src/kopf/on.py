@@ -223,9 +223,7 @@ def daemon(__group_or_groupversion_or_name: SelectorArg = None, __version_or_nam
 @keyword_options(TimerOptions)
 def timer(__group_or_groupversion_or_name: SelectorArg = None, __version_or_name: SelectorArg = None,
           __name: SelectorArg = None, **options: Unpack[TimerOptions]) -> TimerDecorator:
-    """``@kopf.timer()`` for the scheduled runs per object (interval, idle, initial delay)."""
-    if options.get('interval') is None and options.get('idle') is None:
-        raise TypeError("A timer needs interval= or idle= (or both): otherwise it never runs.")
+    """``@kopf.timer()`` for the scheduled runs per object (interval, idle, initial delay; none: once)."""
     selector = selector_of((__group_or_groupversion_or_name, __version_or_name, __name), options)
 
     def decorator(fn: FnT) -> FnT:

@@ -325,3 +325,40 @@ async def test_idle_only_timer_after_a_permanent_error_runs_after_the_next_chang
     await run_for(10, memory, handler, make_context(memory, logging.getLogger('test')))
     await changer
     assert calls == [3, 8]
+
+
+# A timer with neither interval= nor idle=: it runs once per object, as in Kopf 1.45.2.
+
+@pytest.mark.looptime
+async def test_timer_without_a_schedule_runs_once_per_object_with_its_retries() -> None:
+    memory = make_memory()
+    calls: List[Any] = []
+
+    async def once(retry: int, **_: Any) -> None:
+        calls.append((asyncio.get_running_loop().time(), retry))
+        if retry == 0:
+            raise kopf.TemporaryError("not yet", delay=2)
+    handler = make_handler(handlers.TimerHandler, once, initial_delay=1)
+    context = make_context(memory, logging.getLogger('test'))
+    daemons.spawn_daemons(memory=memory, matching=[handler], context=context)
+    await asyncio.sleep(10)
+    relabel(memory, '1')
+    daemons.spawn_daemons(memory=memory, matching=[handler], context=context)  # a later event: not again
+    await asyncio.sleep(10)
+    assert calls == [(1, 0), (3, 1)]
+    assert handler.id in memory.done
+    assert memory.stopped
+
+
+@pytest.mark.looptime
+async def test_timer_without_a_schedule_is_not_run_again_after_a_permanent_error() -> None:
+    memory = make_memory()
+    calls: List[float] = []
+
+    async def broken(**_: Any) -> None:
+        calls.append(asyncio.get_running_loop().time())
+        raise kopf.PermanentError("no")
+    handler = make_handler(handlers.TimerHandler, broken)
+    await run_for(10, memory, handler, make_context(memory, logging.getLogger('test')))
+    assert calls == [0]
+    assert handler.id in memory.done

@@ -118,6 +118,9 @@ async def _run_timer(
         # does: the timer runs again on its schedule, as Kopf 1.45.2 does (its manual says it stops).
         if not outcome.final:
             delay = outcome.delay or 0  # a retry: the error's delay overrides the schedule
+        elif handler.interval is None and handler.idle is None:
+            memory.done.add(handler.id)  # no schedule: once per object (until it succeeds or fails for good)
+            return
         elif handler.interval is None:
             # No interval: run again only after the next change and a new idle period.
             if not await _wait_for_change(memory, stopper, since=run_started, poll=handler.idle):
