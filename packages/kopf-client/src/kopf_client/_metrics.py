@@ -23,8 +23,8 @@ try:
     import prometheus_client.registry
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
     from prometheus_client.utils import floatToGoString
-except ImportError as e:  # the core says it once, only if the metrics are asked for
-    raise ImportError(f"prometheus_client is not installed ({e}): pip install 'kopf-client[metrics]'") from None
+except ImportError as e:  # the core says it once, with what to install, only if the metrics are asked for
+    raise ImportError(f"prometheus_client is not installed ({e})") from None
 
 import kopf.metrics
 

@@ -8,10 +8,11 @@ the HTTP responses, the renderings counted, the log. The core's own environment 
 exposition installed, which is the case of a missing ``kopf-client[metrics]``.
 """
 import asyncio
+import importlib.metadata
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Tuple
+from typing import Any, Tuple
 
 import pytest
 
@@ -64,6 +65,28 @@ def test_without_an_exposition_the_endpoint_names_the_extra_to_install() -> None
     with pytest.raises(metricserving.MetricsEndpointError,
                        match=r"none is installed\. Install one: pip install 'kopf-client\[metrics\]'\."):
         metricserving.prepare('http://127.0.0.1:9090/metrics')
+
+
+class _Unloadable:
+    name = 'prometheus'
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def load(self) -> Any:
+        raise ImportError(self.message)
+
+
+@pytest.mark.parametrize('message', [
+    "prometheus_client is not installed (No module named 'prometheus_client')",
+    "prometheus_client is not installed: pip install 'kopf-client[metrics]'",  # an older exporter's own hint
+])
+def test_the_install_hint_is_said_once(monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    monkeypatch.setattr(importlib.metadata, 'entry_points', lambda group: [_Unloadable(message)])
+    with pytest.raises(metricserving.MetricsEndpointError) as err:
+        metricserving.prepare('http://127.0.0.1:9090/metrics')
+    assert str(err.value).count('pip install') == 1
+    assert message in str(err.value)
 
 
 def test_without_the_endpoint_nothing_is_required_or_served() -> None:

@@ -81,8 +81,9 @@ def find_exporter(*, required: bool) -> Optional[Exporter]:
         return exporter
     if required:
         details = f" ({'; '.join(problems)})" if problems else ""
+        hint = "" if INSTALL_HINT in details else f" Install one: {INSTALL_HINT}."  # said once
         raise MetricsEndpointError(f"The metrics endpoint needs an exposition of the metrics, and none is "
-                                   f"installed{details}. Install one: {INSTALL_HINT}.")
+                                   f"installed{details}.{hint}")
     return None
 
 
