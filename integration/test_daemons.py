@@ -106,6 +106,28 @@ def test_timer_with_idle_and_interval_follows_the_schedule(
     assert after_change and after_change[0] - changed_at >= 3.0  # idles again after the change
 
 
+def test_timers_and_daemons_as_in_kopf_1_45_2(
+        cluster: Cluster, namespace: str, operator_process: Callable[..., OperatorProcess]) -> None:
+    operator = operator_process(DAEMONS, '--verbose', expected_errors=[r'failing for good'])
+    operator.wait_for(r"Starting the watch-stream for kopfexamples")
+    cluster.kubectl('apply', '-n', namespace, '-f', '-', input=json.dumps({
+        'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
+        'metadata': {'name': 'obj', 'labels': {'timer': 'parity'}}, 'spec': {'delay': 2}}))
+    created_at = time.time()
+    # The callable initial_delay (2 s from the spec), then a run every second despite the permanent failures.
+    log = operator.wait_for(r"failing timer of obj ran", count=3, timeout=20)
+    runs = [float(t) for t in re.findall(r"failing timer of obj ran \(retry 0\) at (\d+\.\d+)", log)]
+    assert len(runs) >= 3
+    assert runs[0] - created_at >= 2.0
+    assert all(0.9 <= later - earlier < 2.0 for earlier, later in itertools.pairwise(runs[:3]))
+    # The default owner is the live object: the child gets the labels changed since the daemon started.
+    operator.wait_for(r"adopting daemon of obj labels a child with \{'timer': 'parity'\}")
+    cluster.kubectl('label', '-n', namespace, 'kopfexample', 'obj', 'extra=yes')
+    log = operator.wait_for(r"adopting daemon of obj labels a child with \{[^}]*'extra': 'yes'", timeout=10)
+    # A timer without interval= or idle=: once per object, not again on the later change.
+    assert len(re.findall(r"unscheduled timer of obj ran", log)) == 1
+
+
 async def create_many(cluster: Cluster, namespace: str, count: int) -> None:
     assert cluster.control_plane is not None
     info = kopf.ConnectionInfo(server=cluster.server, token=cluster.admin_token,
