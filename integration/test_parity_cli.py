@@ -27,7 +27,8 @@ from integration.operating import EXAMPLES, REPO_ROOT, OperatorProcess, kopf_exe
 from integration.upstream import ensure_upstream
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
-VERSION_LINE = re.compile(r'^kopf, version (\S+)\n$')
+# Kopf's "kopf, version X" first (what scripts parse); ours adds the packages and the Kopf release it follows.
+VERSION_LINE = re.compile(r'^kopf, version (\S+)(?: \(kopf-core \S+, kopf-cli \S+\), compatible with Kopf (\S+))?\n$')
 
 
 def run(args: list[str], env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
@@ -43,6 +44,8 @@ def test_version_is_printed_in_kopfs_format() -> None:
     assert their_match is not None and their_match.group(1) == '1.45.2'
     assert our_match is not None, ours.stdout
     assert our_match.group(1) == run([sys.executable, '-c', 'import kopf; print(kopf.__version__)']).stdout.strip()
+    assert our_match.group(2) == their_match.group(1)  # the Kopf release we follow is the one compared with
+    assert ours.stdout.split()[:3] == ['kopf,', 'version', our_match.group(1)]  # parsed as Kopf's is
 
 
 @pytest.fixture

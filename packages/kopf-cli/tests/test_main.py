@@ -14,7 +14,9 @@ from kopf_cli.main import main
 def test_version_is_printed_as_kopf_prints_it(runner: CliRunner) -> None:
     result = runner.invoke(main, ['--version'])
     assert result.exit_code == 0
-    assert result.output == f"kopf, version {importlib.metadata.version('kopf-core')}\n"
+    core, cli = importlib.metadata.version('kopf-core'), importlib.metadata.version('kopf-cli')
+    assert result.output == f"kopf, version {core} (kopf-core {core}, kopf-cli {cli}), compatible with Kopf 1.45.2\n"
+    assert result.output.split()[:3] == ['kopf,', 'version', core]  # Kopf's "kopf, version X" comes first
 
 
 def test_version_is_described_in_the_help(runner: CliRunner) -> None:

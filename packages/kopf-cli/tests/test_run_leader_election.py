@@ -9,6 +9,7 @@ from typing import Any, List
 import pytest
 from click.testing import CliRunner
 
+from kopf_cli._options import attach_optional_values
 from kopf_cli.main import main
 
 pytestmark = pytest.mark.usefixtures('kopf_configure', 'kopf_set_default_registry')
@@ -25,7 +26,9 @@ def test_leader_election_is_off_by_default(runner: CliRunner, kopf_run: Any, ope
     pytest.param(['FILE', '--leader-election'], True, id='flag-after-the-file'),
     pytest.param(['--leader-election', '--verbose', 'FILE'], True, id='flag-before-an-option'),
     pytest.param(['FILE', '--leader-election=my-lease'], 'my-lease', id='with-a-name'),
-    pytest.param(['--leader-election', 'my-lease', 'FILE'], 'my-lease', id='with-a-name-apart'),
+    pytest.param(['--leader-election=my-lease', 'FILE'], 'my-lease', id='with-a-name-before-the-file'),
+    pytest.param(['--leader-election', 'FILE'], True, id='flag-before-the-file'),
+    pytest.param(['--leader-election', 'FILE', '--leader-election=my-lease'], 'my-lease', id='the-last-one-wins'),
 ])
 def test_leader_election_goes_to_the_operator(
         runner: CliRunner, kopf_run: Any, operator_file: str, args: List[str], expected: Any) -> None:
@@ -42,12 +45,29 @@ def test_leader_election_namespace_goes_to_the_operator(runner: CliRunner, kopf_
     assert kopf_run.kwargs['leader_election_namespace'] == 'ops'
 
 
-def test_a_file_taken_for_the_lease_name_is_refused(runner: CliRunner, kopf_run: Any, operator_file: str) -> None:
+def test_the_next_argument_is_never_taken_for_the_lease_name(
+        runner: CliRunner, kopf_run: Any, operator_file: str) -> None:
     result = runner.invoke(main, ['run', '--leader-election', operator_file])
-    assert result.exit_code == 2
-    assert f"--leader-election takes {operator_file!r} for the Lease's name, but it is a file: " \
-           f"write --leader-election=LEASE-NAME, or --leader-election after the files." in result.output
+    assert result.exit_code == 0, result.output
+    assert kopf_run.kwargs['leader_election'] is True
+    assert len(kopf_run.calls) == 1  # the file is loaded: without it, there is nothing to run
+
+
+def test_a_name_apart_is_a_file_to_load(runner: CliRunner, kopf_run: Any, operator_file: str) -> None:
+    result = runner.invoke(main, ['run', '--leader-election', 'my-lease', operator_file])
+    assert result.exit_code != 0
+    assert 'my-lease' in result.output
     assert kopf_run.calls == []
+
+
+@pytest.mark.parametrize('args, expected', [
+    (['--leader-election', 'op.py'], ['--leader-election=', 'op.py']),
+    (['--leader-election=x', 'op.py'], ['--leader-election=x', 'op.py']),
+    (['op.py', '--', '--leader-election'], ['op.py', '--', '--leader-election']),
+    (['--leader-election-namespace', 'ns'], ['--leader-election-namespace', 'ns']),
+])
+def test_bare_optional_values_are_attached_as_empty(args: List[str], expected: List[str]) -> None:
+    assert attach_optional_values(args, ['--leader-election']) == expected
 
 
 def test_a_namespace_without_leader_election_is_refused(runner: CliRunner, kopf_run: Any, operator_file: str) -> None:

@@ -8,6 +8,7 @@ in the wrong format, or would be lost or shown in spite of the verbosity.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
@@ -68,9 +69,23 @@ def logging_options(fn: _FnT) -> _FnT:
     return wrapper  # type: ignore[return-value]
 
 
+KOPF_RELEASE = '1.45.2'  # the release of Kopf whose API and behaviour these packages follow
+
+
+def version_line() -> str:
+    """
+    Kopf's ``kopf, version X`` (scripts parse it), then which packages and which Kopf release.
+
+    E.g. ``kopf, version 0.1.0 (kopf-core 0.1.0, kopf-cli 0.1.0), compatible with Kopf 1.45.2``.
+    """
+    cli = importlib.metadata.version('kopf-cli')
+    return f"kopf, version {kopf.__version__} (kopf-core {kopf.__version__}, kopf-cli {cli}), " \
+           f"compatible with Kopf {KOPF_RELEASE}"
+
+
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        click.echo(f"kopf, version {kopf.__version__}")  # as Kopf prints it: scripts parse it
+        click.echo(version_line())
         ctx.exit()
 
 
@@ -92,3 +107,28 @@ def check_namespaces(ctx: click.Context, param: click.Parameter, value: Sequence
     except ValueError as e:
         raise click.BadParameter(str(e), ctx=ctx, param=param) from e
     return value
+
+
+class CommandWithOptionalValues(click.Command):
+    """
+    A command whose options with an optional value take it only with ``=``, never from the next argument.
+
+    Click gives such an option the next argument if it does not look like an option:
+    ``kopf run --leader-election op.py`` would take the operator's file for the Lease's name.
+    Here, the bare option is its flag (``--leader-election`` is ``--leader-election=``), and
+    a value is written as ``--leader-election=NAME``.
+    """
+    optional_values: Sequence[str] = ('--leader-election',)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, attach_optional_values(args, self.optional_values))
+
+
+def attach_optional_values(args: Sequence[str], names: Sequence[str]) -> list[str]:
+    """Write the bare options of ``names`` as ``--name=`` (an empty value: the flag), up to ``--``."""
+    result: list[str] = []
+    for index, arg in enumerate(args):
+        if arg == '--':
+            return [*result, *args[index:]]
+        result.append(f'{arg}=' if arg in names else arg)
+    return result

@@ -69,7 +69,7 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
     return (*namespaces, legacy) if legacy else namespaces
 
 
-@main.command()
+@main.command(cls=_options.CommandWithOptionalValues)
 @_options.logging_options
 @click.option('-n', '--namespace', 'namespaces', multiple=True, metavar='PATTERN',
               callback=_options.check_namespaces,
@@ -91,7 +91,8 @@ def _with_legacy_namespace(namespaces: Collection[str]) -> Collection[str]:
                    "(needs kopf-client[metrics]).")
 @click.option('--leader-election', 'leader_election', is_flag=False, flag_value='', default=None,
               metavar='[=LEASE-NAME]',
-              help="Handle the objects only while holding this Lease (kopf-leader-<peering name> if no name).")
+              help="Handle the objects only while holding this Lease (kopf-leader-<peering name> if no name; "
+                   "the name only with '=', so that the next argument is never taken for it).")
 @click.option('--leader-election-namespace', 'leader_election_namespace', type=str, default=None,
               metavar='NAMESPACE', help="The namespace of the Lease (the pod's, or the first served, by default).")
 @click.option('--shards', 'shards', type=click.Choice(['auto']), default=None,
@@ -174,13 +175,7 @@ def _check_leader_election(
         lease_namespace: Optional[str],
         shards: Optional[str] = None,
 ) -> None:
-    """
-    ``--leader-election`` takes its value optionally: ``--leader-election handlers.py`` would take
-    the operator's file for the Lease's name, so an existing file is refused as a name.
-    """
-    if lease_name and os.path.isfile(lease_name):
-        raise click.UsageError(f"--leader-election takes {lease_name!r} for the Lease's name, but it is a file: "
-                               f"write --leader-election=LEASE-NAME, or --leader-election after the files.")
+    """The leader election's options that cannot work together (its value never swallows a file: see _options)."""
     if lease_namespace is not None and lease_name is None:
         raise click.UsageError("--leader-election-namespace is given without --leader-election: "
                                "add --leader-election, or drop the namespace.")
