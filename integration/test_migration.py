@@ -66,7 +66,11 @@ def start_operator(framework: str, namespace: str, log_path: pathlib.Path, *, re
     cls = UpstreamOperatorProcess if framework == 'upstream' else OperatorProcess
     process = cls(args, log_path=log_path, env=env)
     process.start()
-    process.wait_for(rf"Starting the watch-stream for {PLURAL}\.v1\.{re.escape(GROUP)}")
+    try:
+        process.wait_for(rf"Starting the watch-stream for {PLURAL}\.v1\.{re.escape(GROUP)}")
+    except BaseException:
+        process.stop()  # not left running for the rest of the session
+        raise
     return process
 
 

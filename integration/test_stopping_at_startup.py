@@ -32,9 +32,11 @@ def test_signal_stops_a_retrying_startup(namespace: str, tmp_path: pathlib.Path,
         returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
         elapsed = time.monotonic() - signalled
     except subprocess.TimeoutExpired:
-        op.process.kill()
-        op.process.wait()
         raise AssertionError(f"The operator did not stop while its startup was retrying:\n{op.log}") from None
+    finally:
+        if op.process.poll() is None:  # whatever failed, it is not left running for the rest of the session
+            op.process.kill()
+            op.process.wait()
     assert returncode == 0, op.log
     assert elapsed < 10, op.log
     assert f"Signal {sig.name} is received. Operator is stopping." in op.log
@@ -51,9 +53,11 @@ def test_stop_flag_stops_a_retrying_startup(namespace: str, tmp_path: pathlib.Pa
     try:
         returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))  # the start, 3 attempts, the stop
     except subprocess.TimeoutExpired:
-        op.process.kill()
-        op.process.wait()
         raise AssertionError(f"The embedded operator did not return on the stop-flag:\n{op.log}") from None
+    finally:
+        if op.process.poll() is None:
+            op.process.kill()
+            op.process.wait()
     assert returncode == 0, op.log
     assert "Stop-flag is raised. Operator is stopping." in op.log
     assert INTERRUPTED in op.log

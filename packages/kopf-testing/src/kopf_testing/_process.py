@@ -6,6 +6,7 @@ while it runs and inspect the whole log after it has stopped. Nothing is
 mocked: the process talks to the cluster of the ``cluster`` fixture via the
 inherited ``$KUBECONFIG``.
 """
+import atexit
 import os
 import pathlib
 import signal
@@ -19,6 +20,20 @@ from kopf_testing._logs import OperatorLog
 from kopf_testing._polling import patient
 
 _Self = TypeVar('_Self', bound='OperatorProcess')
+
+# Every process started and not yet stopped. A test that fails between the start and its stop (e.g. in a
+# wait for the operator's first log line) would leave its operator running for the rest of the session,
+# taking the cores and the API server from the other tests: whatever is left is killed at the exit.
+_unstopped: set['subprocess.Popen[bytes]'] = set()
+
+
+@atexit.register
+def _kill_the_unstopped() -> None:
+    for process in list(_unstopped):
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    _unstopped.clear()
 
 
 def kopf_executable() -> str:
@@ -54,6 +69,7 @@ class OperatorProcess(OperatorLog):
         with self.log_path.open('ab') as log:
             self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
                                             env=self.env, cwd=self.cwd)
+        _unstopped.add(self.process)
 
     def stop(self, timeout: float = 60) -> int:
         """Stop it as Ctrl-C does (gracefully); kill it if it does not stop in time."""
@@ -68,6 +84,7 @@ class OperatorProcess(OperatorLog):
                 self.process.kill()
                 self.process.wait()
                 raise AssertionError(f"The operator did not stop within {timeout}s:\n{self.log}") from None
+        _unstopped.discard(self.process)
         return self.process.returncode
 
     @property
