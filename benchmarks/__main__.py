@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f'Estimated duration: about {estimate_minutes(options):.0f} min (on 2 cores).', flush=True)
     results = runner.run(options, progress=lambda message: print(message, flush=True))
+    if args.note:
+        results['note'] = args.note
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix('.json').write_text(json.dumps(results, indent=2) + '\n')
     drawn = plots.draw(results, out)
@@ -155,12 +157,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_placement_arguments(command: argparse.ArgumentParser) -> None:
-    """Where the processes run and where their results and logs go."""
+    """Where the processes run, where their results and logs go, and what the results say of themselves."""
     command.add_argument('--pin', nargs='?', const=pinning.DEFAULT, metavar='OPERATOR:CONTROL_PLANE',
                          help='run the operator under test and the control plane on separate CPUs (taskset): '
                               f'CPU lists, {pinning.DEFAULT} if given alone; by default, unpinned')
     command.add_argument('--out', help='the results path without a suffix (.json, .md and the .png pictures)')
     command.add_argument('--work-dir', help="the cluster's state and the operators' logs (default: next to --out)")
+    command.add_argument('--note', help="a paragraph at the top of the results: what the figures are worth, and why")
 
 
 def _pinning(text: str | None) -> pinning.Pinning | None:

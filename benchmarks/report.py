@@ -226,8 +226,7 @@ def _targets_of_variant(results: Results, variant: str) -> list[Target]:
 def render_markdown(results: Results) -> str:
     options, machine, versions = results['options'], results['machine'], results['versions']
     lines = [
-        '# Benchmarks: ours vs upstream Kopf',
-        '',
+        *_title(results),
         f"Machine: {machine['cpus_logical']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB; "
         f"{machine['platform']}; Python {machine['python']}.",
         f"Versions: {'; '.join(f'{key}: {value}' for key, value in versions.items() if value)}.",
@@ -284,6 +283,12 @@ def render_markdown(results: Results) -> str:
             lines.append(f"- {record['scenario']}, {record['variant']}, {record['side']}, "
                          f"repeat {record['repeat'] + 1}: {record['error'].splitlines()[0]}")
     return '\n'.join(lines) + '\n'
+
+
+def _title(results: Results) -> list[str]:
+    """The title, and the run's note if it has one (``run --note``: what the figures are worth, and why)."""
+    note = results.get('note')
+    return ['# Benchmarks: ours vs upstream Kopf', '', *([note, ''] if note else [])]
 
 
 def _sizes(options: Mapping[str, Any]) -> str:

@@ -199,3 +199,11 @@ def test_results_from_before_the_loops_have_no_rows_of_other_loops() -> None:
     data = results(run('ours', 'burst', cpu_per_object_ms=1.0), run('upstream', 'burst', cpu_per_object_ms=4.0))
     assert not any('uvloop' in target.key for target in evaluate_targets(data))
     assert 'uvloop' not in render_markdown(data)
+
+
+def test_a_runs_note_is_under_the_title() -> None:
+    data = results(run('ours', 'burst', wall_s=1.0))
+    assert render_markdown(data).startswith('# Benchmarks: ours vs upstream Kopf\n\nMachine:')
+    data['note'] = 'Indicative only: the machine was shared.'
+    assert render_markdown(data).startswith('# Benchmarks: ours vs upstream Kopf\n\n'
+                                            'Indicative only: the machine was shared.\n\nMachine:')
