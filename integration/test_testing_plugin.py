@@ -65,7 +65,8 @@ def test_kube_creates_patches_and_deletes_in_the_tests_namespace(kopf_kube: Kube
 
 
 @pytest.mark.usefixtures('widgets')
-def test_a_wait_that_times_out_reports_the_last_state_seen(kopf_kube: Kube) -> None:
+def test_a_wait_that_times_out_reports_the_last_state_seen(kopf_kube: Kube, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv('KOPF_TESTING_PATIENCE', raising=False)  # the timeout as given, for the message
     kopf_kube.create(widget('stuck', size=7))
     def has_status(obj: dict[str, Any]) -> bool:
         """the status is set"""
