@@ -122,7 +122,8 @@ def test_a_broken_block_fails_the_check(tmp_path: pathlib.Path) -> None:
     text = (DOCS / 'getting-started.md').read_text()
     broken = text.replace("f'Hello, {name}!'", "f'Hi, {name}!'")
     assert broken != text, "The getting-started page's operator has changed: update this test."
-    runs = run_steps(parse_steps(broken), tmp_path, real=False)
+    # Its wait is meant to fail: it gives up after a quarter of kopf-testing's default timeout (30 s), not 240 s.
+    runs = run_steps(parse_steps(broken), tmp_path, real=False, env={**os.environ, 'KOPF_TESTING_PATIENCE': '0.25'})
     assert runs and runs[-1].returncode != 0
     assert '1 failed' in runs[-1].stdout and 'Hi, Alice!' in runs[-1].stdout, runs[-1].stdout  # the test's own failure
 
