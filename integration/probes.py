@@ -5,12 +5,18 @@ The exchanges are raw sockets, not an HTTP client: the security tests send what 
 client would (heads that never end, malformed request lines), and every test reads
 the answer the same way.
 """
+import pathlib
 import socket
 import threading
 from collections.abc import Callable
 from typing import Generic, Optional, TypeVar
 
+from integration.operating import OperatorProcess
+from kopf_testing import poll
+
 T = TypeVar('T')
+
+HEALTH_OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 
 
 def free_port() -> int:
@@ -53,3 +59,20 @@ class Sampler(threading.Thread, Generic[T]):
         self.stopped.set()
         self.join()
         return self.results
+
+
+def start_health_operator(namespace: str, tmp_path: pathlib.Path) -> tuple[OperatorProcess, int]:
+    """``operators_src/health_probes.py`` with ``--liveness`` on a free port, started and answering ``/healthz``."""
+    port = free_port()
+    (tmp_path / 'gate').touch()  # no waiting at the start
+    process = OperatorProcess([HEALTH_OPERATOR, '-n', namespace, f'--liveness=http://127.0.0.1:{port}/healthz'],
+                              log_path=tmp_path / 'operator.log',
+                              env={'HEALTH_GATE_FILE': str(tmp_path / 'gate'),
+                                   'HEALTH_FAIL_FILE': str(tmp_path / 'fail')})
+    process.start()
+    try:
+        poll(lambda: (r := exchange(port, b'GET /healthz HTTP/1.1\r\n\r\n')) is not None and r[0] == 200, timeout=60)
+    except BaseException:
+        process.stop()
+        raise
+    return process, port

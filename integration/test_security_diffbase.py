@@ -39,9 +39,8 @@ from integration.kubeobjects import (
     poll,
 )
 from integration.operating import OperatorProcess
-from integration.probes import Sampler
+from integration.probes import Sampler, start_health_operator
 
-OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
 RESOURCE = f'healthobjs.{GROUP}'
 PACKED = f'{DIFFBASE}-packed'
@@ -77,16 +76,7 @@ def probe(port: int) -> tuple[Optional[int], float]:
 
 @pytest.fixture
 def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[tuple[OperatorProcess, int]]:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
-    (tmp_path / 'gate').touch()  # no waiting at the start
-    process = OperatorProcess([OPERATOR, '-n', namespace, f'--liveness=http://127.0.0.1:{port}/healthz'],
-                              log_path=tmp_path / 'operator.log',
-                              env={'HEALTH_GATE_FILE': str(tmp_path / 'gate'),
-                                   'HEALTH_FAIL_FILE': str(tmp_path / 'fail')})
-    process.start()
-    poll(lambda: probe(port)[0] == 200, timeout=60)
+    process, port = start_health_operator(namespace, tmp_path)
     yield process, port
     assert process.stop() == 0
 

@@ -27,11 +27,10 @@ import psutil
 import pytest
 
 from integration.controlplane import Cluster
-from integration.kubeobjects import apply_crds, crd_manifest, poll
+from integration.kubeobjects import apply_crds, crd_manifest
 from integration.operating import OperatorProcess
-from integration.probes import Sampler, exchange, free_port
+from integration.probes import Sampler, exchange, start_health_operator
 
-OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
 
 ATTACKERS = 4000  # connections opened at once (each reconnects when closed)
@@ -76,17 +75,8 @@ class Operator:
 
 @pytest.fixture
 def operator(namespace: str, tmp_path: pathlib.Path) -> Iterator[Operator]:
-    port = free_port()
-    (tmp_path / 'gate').touch()  # no waiting at the start
-    process = OperatorProcess([OPERATOR, '-n', namespace, f'--liveness=http://127.0.0.1:{port}/healthz'],
-                              log_path=tmp_path / 'operator.log',
-                              env={'HEALTH_GATE_FILE': str(tmp_path / 'gate'),
-                                   'HEALTH_FAIL_FILE': str(tmp_path / 'fail')})
-    process.start()
-    op = Operator(process=process, port=port)
-    poll(lambda: (r if (r := ask(port, b'GET /healthz HTTP/1.1\r\n\r\n')) and r[0] == 200 else None),
-         timeout=60)
-    yield op
+    process, port = start_health_operator(namespace, tmp_path)
+    yield Operator(process=process, port=port)
     assert process.stop() == 0
 
 
