@@ -240,11 +240,11 @@ def test_custom_resource_is_created_after_its_definition(local: Cluster, local_n
     local.kubectl('apply', '-f', '-', input=textwrap.dedent(f'''
         apiVersion: apiextensions.k8s.io/v1
         kind: CustomResourceDefinition
-        metadata: {{name: widgets.{group}}}
+        metadata: {{name: cpwidgets.{group}}}
         spec:
           group: {group}
           scope: Namespaced
-          names: {{plural: widgets, singular: widget, kind: Widget}}
+          names: {{plural: cpwidgets, singular: cpwidget, kind: CpWidget}}
           versions:
           - name: v1
             served: true
@@ -252,17 +252,17 @@ def test_custom_resource_is_created_after_its_definition(local: Cluster, local_n
             schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
     '''))
     try:
-        local.kubectl('wait', '--for=condition=Established', f'crd/widgets.{group}', '--timeout=30s')
+        local.kubectl('wait', '--for=condition=Established', f'crd/cpwidgets.{group}', '--timeout=30s')
         local.kubectl('apply', '-n', local_namespace, '-f', '-', input=textwrap.dedent(f'''
             apiVersion: {group}/v1
-            kind: Widget
+            kind: CpWidget
             metadata: {{name: w1}}
             spec: {{size: 3}}
         '''))
-        result = local.kubectl('get', f'widgets.{group}', 'w1', '-n', local_namespace, '-o', 'jsonpath={.spec.size}')
+        result = local.kubectl('get', f'cpwidgets.{group}', 'w1', '-n', local_namespace, '-o', 'jsonpath={.spec.size}')
         assert result.stdout == '3'
     finally:
-        local.kubectl('delete', 'crd', f'widgets.{group}', '--wait=false')
+        local.kubectl('delete', 'crd', f'cpwidgets.{group}', '--wait=false')
 
 
 def test_data_survives_an_apiserver_restart(local: Cluster, local_namespace: str) -> None:

@@ -67,8 +67,9 @@ def test_ambiguous_resources_are_warned_about_once_and_not_served(
         create(cluster, namespace, 'a.resources.kopf.dev/v1', 'Gadget', 'g1')
         create(cluster, namespace, 'resources.kopf.dev/v1', 'Widget', 'w2')  # a marker of time passing
         op.wait_for(r"\[.*/w2\] All handlers succeeded for creation\.")
-    assert op.log.count("Ambiguous resources will not be served") == 1
-    assert "gadgets" in op.log.split("Ambiguous resources will not be served", 1)[1].splitlines()[0]
+    # Only gadgets: the cluster is shared with other modules' tests, whose CRDs may make other names ambiguous.
+    warnings = [line for line in op.log.splitlines() if "Ambiguous resources will not be served" in line]
+    assert len([line for line in warnings if "any_name='gadgets'" in line]) == 1, warnings
     assert "watch-stream for gadgets" not in op.log
     assert "ambiguous_fn" not in op.log
 
