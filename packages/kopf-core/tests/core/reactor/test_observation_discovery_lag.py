@@ -2,8 +2,10 @@
 A CRD established before discovery lists its resource: scanned for again until it does.
 
 The CRD's last event is its ``Established`` condition; the API server's discovery
-may list the resource a moment later, and no further CRD event would come.
+may list the resource a moment later (or skip its API group while the group
+fails), and no further CRD event would come.
 """
+import asyncio
 from typing import Any, Collection, Dict, List, Optional
 
 import pytest
@@ -48,8 +50,22 @@ def registry_for(name: str) -> registries.OperatorRegistry:
 
 async def outwait(client: LaggingDiscovery, registry: registries.OperatorRegistry,
                   insights: observation.Insights, crd: Dict[str, Any]) -> None:
-    await observation._outwait_discovery(client=client, registry=registry,  # type: ignore[arg-type]
-                                         insights=insights, crd=crd)
+    """Let the catch-up run with this CRD seen, until it waits for CRD changes (nothing awaited anymore)."""
+    insights.crds[crd['metadata']['name']] = crd
+    insights.crds_changed.set()
+    task = asyncio.create_task(observation._catch_up_with_discovery(
+        client=client, registry=registry, insights=insights))  # type: ignore[arg-type]
+    try:
+        for _ in range(1000):
+            await asyncio.sleep(0)
+            if not insights.crds_changed.is_set() and not any(
+                    observation._awaited_in_discovery(c, registry=registry, insights=insights)
+                    for c in insights.crds.values()):
+                break
+        await asyncio.sleep(0)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_lagging_discovery_is_scanned_until_the_resource_is_served() -> None:
@@ -60,12 +76,43 @@ async def test_lagging_discovery_is_scanned_until_the_resource_is_served() -> No
     assert client.scans == 3
 
 
-async def test_lagging_discovery_is_given_up_after_the_delays() -> None:
-    client = LaggingDiscovery(EXAMPLES, lag=100)
+async def test_lagging_discovery_is_scanned_beyond_the_delays_at_the_last_one() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=20)  # more scans than delays (3): the last delay repeats
     insights = observation.Insights()
     await outwait(client, registry_for('kopfexamples'), insights, CRD)
-    assert insights.resources == set()
-    assert client.scans == 3  # one per delay
+    assert insights.resources == {EXAMPLES}
+    assert client.scans == 21
+
+
+async def test_a_changed_crd_restarts_the_delays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(observation, 'DISCOVERY_LAG_DELAYS', (0.0, 0.0, 3600.0))
+    client = LaggingDiscovery(EXAMPLES, lag=100)
+    insights = observation.Insights()
+    task = asyncio.create_task(observation._catch_up_with_discovery(
+        client=client, registry=registry_for('kopfexamples'), insights=insights))  # type: ignore[arg-type]
+    try:
+        insights.crds[CRD['metadata']['name']] = CRD
+        insights.crds_changed.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert client.scans == 2  # then waiting for an hour
+        insights.crds_changed.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert client.scans == 4  # no hour waited: the first two delays again
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_deleted_crd_is_not_waited_for() -> None:
+    client = LaggingDiscovery(EXAMPLES, lag=100)
+    insights = observation.Insights()
+    observation._remember_crd(insights, None, CRD)
+    observation._remember_crd(insights, 'DELETED', CRD)
+    assert insights.crds == {}
+    await outwait(client, registry_for('kopfexamples'), insights, {**CRD, 'status': {}})
+    assert client.scans == 0
 
 
 @pytest.mark.parametrize('crd', [

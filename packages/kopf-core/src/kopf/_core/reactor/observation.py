@@ -15,8 +15,10 @@ beyond the client's own retries: an API never reached at all is more likely a
 wrong kubeconfig than an outage, so the operator exits and says so. A CRD being
 deleted keeps its resource served until the CRD is gone, so that the delete
 handlers of its objects run and our finalizers are removed (Kubernetes deletes
-the objects first, and only then the CRD). A CRD established before discovery
-lists its resource is scanned for again a few times, until discovery catches up.
+the objects first, and only then the CRD). An established CRD that a handler
+wants but discovery does not list (discovery lags behind the CRD, or skipped its
+failing API group) is scanned for again, soon at first, then every 30 seconds,
+until discovery lists it.
 """
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ class Insights:
     ready_resources: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     ready_namespaces: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     warned_ambiguous: Set[references.Selector] = dataclasses.field(default_factory=set)
+    warned_unresolved: FrozenSet[str] = frozenset()
+    # The CRDs as last seen in their watch-stream, by name; set when they change.
+    crds: Dict[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    crds_changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     # CRDs being deleted, by name: their (group, plural), served until the CRD is gone.
     terminating: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
     # CRDs deleted, by name: their (group, plural), not served even while discovery still lists them.
@@ -63,8 +69,9 @@ class Insights:
             self.changed.set()
 
 
-# Discovery may list a CRD's resource a moment after the CRD is established: scans again after these.
-DISCOVERY_LAG_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+# Discovery may list a CRD's resource a moment after the CRD is established, or skip its API group while the group
+# fails: scans again after these delays, then after the last one as long as it lasts.
+DISCOVERY_LAG_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 def _groups_to_scan(selectors: Collection[references.Selector]) -> Optional[Collection[str]]:
@@ -91,7 +98,7 @@ async def scan_resources(
                                f"{selector!r} matches {', '.join(matched)}.")
             continue
         selected.update(r for r in selector.select(available) if 'watch' in r.verbs or not r.verbs)
-    _warn_unresolved(selectors, available)
+    _warn_unresolved(insights, selectors, available)
     insights.update(resources=_keep_served(insights, selected))
     insights.ready_resources.set()
 
@@ -118,12 +125,14 @@ def _identity(resource: references.Resource) -> Tuple[str, str, str]:
     return resource.group, resource.version, resource.plural
 
 
-def _warn_unresolved(selectors: Collection[references.Selector], available: Collection[references.Resource]) -> None:
-    """Say which handlers' resources do not exist (a typo, or a CRD not created yet): they sit idle."""
+def _warn_unresolved(insights: Insights, selectors: Collection[references.Selector],
+                     available: Collection[references.Resource]) -> None:
+    """Say which handlers' resources do not exist (a typo, or a CRD not created yet): they sit idle. Once a set."""
     unresolved = [repr(selector) for selector in selectors
                   if not selector.is_ambiguous(available) and not selector.select(available)]
-    if unresolved:
+    if unresolved and frozenset(unresolved) != insights.warned_unresolved:
         logger.warning(f"Unresolved resources cannot be served (try creating their CRDs): {', '.join(unresolved)}")
+    insights.warned_unresolved = frozenset(unresolved)
 
 
 async def resource_observer(
@@ -138,16 +147,22 @@ async def resource_observer(
     if settings.scanning.disabled or not registry.selectors:
         return
     outage = aioretries.Outage(what="watch the CRDs", meanwhile=_serving_meanwhile(insights))
-    while True:
-        try:
-            await _follow_crds(client=client, settings=settings, registry=registry, insights=insights)
-        except apierrors.APIForbiddenError:
-            logger.warning("Not enough permissions to watch CRDs: resources created later will not be served "
-                           "until the operator restarts.")
-            return
-        except Exception as e:  # an outage outlasting the client's retries: never fatal
-            outage.meanwhile = _serving_meanwhile(insights)
-            await outage.wait(e)
+    catchup = asyncio.create_task(_catch_up_with_discovery(client=client, registry=registry, insights=insights),
+                                  name='discovery catch-up')
+    try:
+        while True:
+            try:
+                await _follow_crds(client=client, settings=settings, registry=registry, insights=insights)
+            except apierrors.APIForbiddenError:
+                logger.warning("Not enough permissions to watch CRDs: resources created later will not be served "
+                               "until the operator restarts.")
+                return
+            except Exception as e:  # an outage outlasting the client's retries: never fatal
+                outage.meanwhile = _serving_meanwhile(insights)
+                await outage.wait(e)
+    finally:
+        catchup.cancel()
+        await asyncio.gather(catchup, return_exceptions=True)
 
 
 async def _rescan(
@@ -178,31 +193,50 @@ async def _follow_crds(
                                                      resource=CRDS, namespace=None,
                                                      retry_forbidden=False):
             terminated = _track_termination(insights, event.get('type'), event.get('object', {}))
+            _remember_crd(insights, event.get('type'), event.get('object', {}))
             if event.get('type') is not None or terminated:  # the initial listing is already reflected
                 await _rescan(client=client, registry=registry, insights=insights)
-                await _outwait_discovery(client=client, registry=registry, insights=insights,
-                                         crd=event.get('object', {}))
 
 
-async def _outwait_discovery(
+def _remember_crd(insights: Insights, event_type: Optional[str], crd: Mapping[str, Any]) -> None:
+    name = crd.get('metadata', {}).get('name')
+    if name is not None:
+        if event_type == 'DELETED':
+            insights.crds.pop(name, None)
+        else:
+            insights.crds[name] = crd
+        insights.crds_changed.set()
+
+
+async def _catch_up_with_discovery(
         *,
         client: protocols.ApiClient,
         registry: registries.OperatorRegistry,
         insights: Insights,
-        crd: Mapping[str, Any],
 ) -> None:
     """
-    Scan again while discovery lags behind an established CRD that a handler wants.
+    Scan again while an established CRD that a handler wants is not served.
 
     The CRD's last event (its ``Established`` condition) may come before the
-    API server's discovery lists its resource; no later event would trigger
-    another scan, and the resource would stay unserved until the next CRD change.
+    API server's discovery lists its resource; or a scan skipped the CRD's API
+    group because its discovery failed (e.g. at the API server's start-up). No
+    CRD event would trigger another scan, and the resource would stay unserved.
+    A CRD's change (scanned for at once by the CRDs' stream) restarts the delays.
     """
-    for delay in DISCOVERY_LAG_DELAYS:
-        if not _awaited_in_discovery(crd, registry=registry, insights=insights):
-            return
-        await asyncio.sleep(delay)
-        await _rescan(client=client, registry=registry, insights=insights)
+    attempt = 0
+    while True:
+        if insights.crds_changed.is_set():
+            insights.crds_changed.clear()
+            attempt = 0
+        if not any(_awaited_in_discovery(crd, registry=registry, insights=insights) for crd in insights.crds.values()):
+            await insights.crds_changed.wait()
+            continue
+        delay = DISCOVERY_LAG_DELAYS[min(attempt, len(DISCOVERY_LAG_DELAYS) - 1)]
+        attempt += 1
+        try:
+            await asyncio.wait_for(insights.crds_changed.wait(), timeout=delay)
+        except asyncio.TimeoutError:
+            await _rescan(client=client, registry=registry, insights=insights)
 
 
 def _awaited_in_discovery(crd: Mapping[str, Any], *, registry: registries.OperatorRegistry,
