@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Set
 
+from kopf._cogs.aiokits import aiocompleting
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.helpers import typedefs
@@ -42,8 +43,9 @@ async def apply_patch(
         status_patch = {'status': merge.pop('status')}
 
     try:
-        latest = await _send_merge_patches(client=client, resource=resource, body=body, logger=logger,
-                                           merge=merge, status_patch=status_patch)
+        # Once sent, the outcome is seen through to its answer even if the worker is cancelled meanwhile.
+        latest = await aiocompleting.complete(_send_merge_patches(
+            client=client, resource=resource, body=body, logger=logger, merge=merge, status_patch=status_patch))
     except apierrors.APINotFoundError:
         logger.debug("Patching was skipped: the object does not exist anymore.")
         patch.clear()
