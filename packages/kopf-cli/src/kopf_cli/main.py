@@ -274,7 +274,7 @@ def resume(
         peering_name: str,
         identity: Optional[str],
 ) -> None:
-    """Resume the operators frozen by ``kopf freeze`` (with the same identity), at once."""
+    """Resume the operators frozen by "kopf freeze" (with the same identity), at once."""
     _peering.check_namespaces(namespaces, clusterwide)
     controls = _get_controls(ctx)
     _run_async(controls, _peering.update_peering(
