@@ -78,7 +78,9 @@ def event_fn(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     memo.events.append(event['type'])
 
 
-@kopf.daemon('kopfexamples', cancellation_timeout=5)
+# The flag first, and 1 s of grace to exit by itself: with no backoff, the cancellation follows the flag at once,
+# and the daemon may be cancelled before it sees the flag (and says it has stopped).
+@kopf.daemon('kopfexamples', cancellation_backoff=1, cancellation_timeout=5)
 async def heartbeat(stopped: kopf.AsyncDaemonStopperChecker, logger: kopf.ObjectLogger, **_: Any) -> None:
     logger.info("The heartbeat daemon has started.")
     while not stopped:
