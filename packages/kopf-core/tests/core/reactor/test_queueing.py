@@ -182,7 +182,7 @@ async def test_the_worker_limit_serialises_the_objects() -> None:
 
 
 @pytest.mark.looptime
-async def test_requests_are_hinted_to_go_by_when_the_objects_activity_began() -> None:
+async def test_requests_are_hinted_to_go_by_when_the_change_arrived() -> None:
     hints: Dict[str, List[Optional[float]]] = {}
 
     async def processor(raw_event: RawEvent) -> CycleResult:
@@ -190,10 +190,10 @@ async def test_requests_are_hinted_to_go_by_when_the_objects_activity_began() ->
         hints.setdefault(name, []).append(clients.request_priority.get())
         return CycleResult(delay=1.0 if hints == {'a': [1.0]} else None)
 
-    # 'a' is handled twice in its first activity (a retry after 1 s), then settles; later, it changes again.
+    # 'a' is handled twice for its first change (a repeat after 1 s), then settles; later, it changes again.
     events = stream(1, event('a', 1), 2, event('b', 2), 3, event('a', 3))
     task = asyncio.create_task(watcher(events=events, processor=processor, settings=OperatorSettings()))
     await asyncio.sleep(20)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    assert hints == {'a': [1.0, 1.0, 6.0], 'b': [3.0]}  # the loop times when each activity began
+    assert hints == {'a': [1.0, 2.0, 6.0], 'b': [3.0]}  # when each change arrived; the repeat: when repeated

@@ -53,7 +53,6 @@ class _Stream:
     Only the newest event matters, so a newer one replaces an older one at once:
     no queue of events, and no wake-up of the worker for every event of a burst.
     """
-    began: float  # the loop time when the object's current activity began (the first event of the stream)
     latest: Optional[typedefs.RawEvent] = None  # not yet taken by the worker
     arrived: float = 0.0  # the loop time when the latest event arrived
     since: float = 0.0  # the loop time when the oldest event not yet taken arrived (for the metrics)
@@ -122,7 +121,7 @@ async def watcher(
                 await preprocessor(raw_event)
             stream = streams.get(key)
             if stream is None:
-                stream = streams[key] = _Stream(began=loop.time())
+                stream = streams[key] = _Stream()
             stream.put(raw_event, now=loop.time())
             if stream.task is None or stream.task.done():
                 stream.task = asyncio.create_task(
@@ -216,8 +215,6 @@ async def _worker(
 ) -> None:
     """Process one object's events, one cycle at a time, until it has nothing to do (or may not)."""
     stream = streams[key]
-    # Under load, the requests for the objects that came earlier go first (if the client can order them).
-    scheduling.request_priority.set(stream.began)
     state = _WorkerState(throttler=throttling.ErrorThrottler(settings.queueing.error_delays),
                          processed_at=asyncio.get_running_loop().time())
     try:
@@ -301,8 +298,13 @@ async def _run_cycle(
         async with (limiter or contextlib.nullcontext()):
             if admitted is not None and not admitted():  # checked after the wait for a worker slot
                 raise _NotAdmitted()
+            now = asyncio.get_running_loop().time()
+            # Under load, each step's requests take their turn by when the change that it handles arrived
+            # (a repeat after a delay: by now), whichever object it is: no object's first step waits
+            # behind the later steps of the objects that came before it.
+            scheduling.request_priority.set(state.changed if state.changed is not None else now)
             if state.changed is not None:  # a change from the stream, not a repeat after a delay
-                instruments.QUEUE_DURATION.observe((resource,), asyncio.get_running_loop().time() - state.changed)
+                instruments.QUEUE_DURATION.observe((resource,), now - state.changed)
                 state.changed = None
             result = await processor(event)
     except (asyncio.CancelledError, _NotAdmitted):
