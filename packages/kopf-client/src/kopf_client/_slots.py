@@ -2,7 +2,7 @@
 The slots of the regular requests in flight: a bounded number, let in by priority.
 
 Like :class:`asyncio.Semaphore`, but the waiting requests are let in by the
-framework's hint (:data:`kopf.clients.request_priority`: the lowest first),
+framework's hint (:data:`kopf.clients.request_priority`: the lowest first, i.e. the earliest change),
 and in their order of arrival among equals. A request without the hint ranks
 by the time it is made, so it neither jumps ahead of the objects already in
 handling nor waits behind the ones that start later.
