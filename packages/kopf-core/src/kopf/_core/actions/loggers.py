@@ -27,9 +27,16 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any, Dict, MutableMapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, MutableMapping, Optional, TextIO, Tuple, TypeAlias
 
 from kopf._cogs.configs import configuration
+from kopf._cogs.helpers import typedefs
+
+# The stream handlers are generic for the type checkers only (not subscriptable at run time before 3.11).
+if TYPE_CHECKING:
+    _TextStreamHandler: TypeAlias = logging.StreamHandler[TextIO]
+else:
+    _TextStreamHandler = logging.StreamHandler
 
 OBJECTS_LOGGER_NAME = 'kopf.objects'
 """The logger of all per-object messages: handlers, finalizers, patches, etc."""
@@ -81,7 +88,7 @@ def build_object_ref(body: Mapping[str, Any]) -> Dict[str, Any]:
     return ref
 
 
-class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+class ObjectLogger(typedefs.LoggerAdapter):
     """
     A logger/adapter to carry the object identifiers for formatting.
 
@@ -223,7 +230,7 @@ def make_formatter(
     raise ValueError(f"Unsupported log format: {log_format!r}. Use one of: {', '.join(f.name for f in LogFormat)}.")
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(_TextStreamHandler):
     """
     A stream handler bound to the ``sys.stderr`` of the moment when the logging is configured.
 

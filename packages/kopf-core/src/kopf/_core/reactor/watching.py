@@ -276,7 +276,7 @@ class _Listing:
         if previous is not None and previous.resource_version == trace.resource_version:
             return None
         event_type = None if self.stream.first else ('MODIFIED' if previous is not None else 'ADDED')
-        return typedefs.RawEvent(type=event_type, object=raw)  # type: ignore[typeddict-item]
+        return typedefs.RawEvent(type=event_type, object=raw)
 
     def finish(self) -> Iterator[typedefs.RawEvent]:
         known = self.stream.known
