@@ -109,6 +109,7 @@ def decode_record(value: Any) -> Optional[ProgressRecord]:
             return None
     if not isinstance(value, Mapping):
         return None
+    # Unproven: the fields' values are not checked (the readers convert them), and unknown fields are kept.
     record: ProgressRecord = {**value}  # type: ignore[typeddict-item]
     return record
 

@@ -30,6 +30,7 @@ from typing import (
     TypeAlias,
     TypeVar,
     Union,
+    cast,
 )
 
 FieldPath: TypeAlias = Tuple[str, ...]
@@ -177,12 +178,15 @@ def copy_tree(value: _T) -> _T:
     shared references, as the API's data has none. Anything else is deep-copied
     as usual.
     """
-    cls = type(value)
-    if cls is dict:
-        return {key: copy_tree(item) for key, item in value.items()}  # type: ignore[attr-defined,return-value]
-    if cls is list:
-        return [copy_tree(item) for item in value]  # type: ignore[attr-defined,return-value]
-    if cls in _IMMUTABLE_SCALARS:
+    return cast(_T, _copy_tree(value))  # a copy is of the same type as its original
+
+
+def _copy_tree(value: object) -> object:
+    if type(value) is dict:
+        return {key: _copy_tree(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copy_tree(item) for item in value]
+    if type(value) in _IMMUTABLE_SCALARS:
         return value
     return copy.deepcopy(value)
 

@@ -65,19 +65,22 @@ class HandlerState:
         )
 
     def as_record(self) -> progress.ProgressRecord:
-        record: Dict[str, Any] = {
-            'started': progress.format_timestamp(self.started),
-            'stopped': progress.format_timestamp(self.stopped) if self.stopped else None,
-            'delayed': progress.format_timestamp(self.delayed) if self.delayed else None,
-            'purpose': self.purpose,
-            'retries': self.retries,
-            'success': self.success,
-            'failure': self.failure,
-            'message': self.message,
-            'subrefs': sorted(self.subrefs) if self.subrefs else None,
-        }
-        result: progress.ProgressRecord = {k: v for k, v in record.items() if v is not None}  # type: ignore[assignment]
-        return result
+        # The fields in the stored order; the unset ones (None) are not stored at all.
+        record: progress.ProgressRecord = {'started': progress.format_timestamp(self.started)}
+        if self.stopped:
+            record['stopped'] = progress.format_timestamp(self.stopped)
+        if self.delayed:
+            record['delayed'] = progress.format_timestamp(self.delayed)
+        if self.purpose is not None:
+            record['purpose'] = self.purpose
+        record['retries'] = self.retries
+        record['success'] = self.success
+        record['failure'] = self.failure
+        if self.message is not None:
+            record['message'] = self.message
+        if self.subrefs:
+            record['subrefs'] = sorted(self.subrefs)
+        return record
 
     @property
     def finished(self) -> bool:

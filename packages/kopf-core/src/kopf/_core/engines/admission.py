@@ -212,6 +212,7 @@ def parse_review(request: Any) -> reviews.RequestPayload:
             raise MalformedReviewError(f"The admission review's {field!r} must be an object or null.")
         if payload.get(field) is not None:
             check_metadata(payload[field], where=f"The admission review's {field!r}")
+    # Unproven: the fields that the framework only passes on to the handlers (userInfo, dryRun, ...) are unchecked.
     return payload  # type: ignore[return-value]
 
 

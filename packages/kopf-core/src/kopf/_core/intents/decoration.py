@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Collection, Optional, TypedDict, TypeVar, Union
+from typing import Any, Callable, Collection, Optional, TypedDict, TypeVar, Union, cast
 
 from kopf._cogs.structs import references, reviews
 from kopf._core.intents import callbacks, filters, handlers, registries
@@ -282,8 +282,8 @@ def keyword_options(options: type) -> Callable[[DecoratingFnT], DecoratingFnT]:
                 raise TypeError(f"{fn.__name__}() {e}") from None
             return fn(*args, **kwargs)
 
-        checked.__signature__ = signature  # type: ignore[attr-defined]
-        return checked  # type: ignore[return-value]
+        checked.__dict__['__signature__'] = signature  # as inspect.signature() reads it; a function's attribute
+        return cast(DecoratingFnT, checked)  # called as the decorator is, returning what it returns
     return wrap
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import FrozenSet, Optional
+from typing import FrozenSet, Optional, TypeGuard
 
 from kopf._cogs.structs import reviews
 from kopf._core.intents import handlers
@@ -69,8 +69,13 @@ def parse_operations(
         values = list(operations)
     if '*' in values:
         return None
-    wrong = [value for value in values if value not in ALL_OPERATIONS]
+    wrong = [value for value in values if not is_operation(value)]
     if wrong or not values:
         raise ValueError(f"Unknown admission operations {wrong!r}: use any of "
                          f"{', '.join(sorted(ALL_OPERATIONS))} (or None for all).")
-    return frozenset(values)  # type: ignore[arg-type]
+    return frozenset(value for value in values if is_operation(value))
+
+
+def is_operation(value: object) -> TypeGuard[reviews.Operation]:
+    """Whether the value is one of the admission operations (the names, in upper case)."""
+    return value in ALL_OPERATIONS
