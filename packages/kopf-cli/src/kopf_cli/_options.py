@@ -10,16 +10,20 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import os
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeAlias
 
 import click
 
 import kopf
 
-_FnT = TypeVar('_FnT', bound=Callable[..., Any])
+# The choices of names: click.Choice is generic for the type checkers only (in click 8.2+).
+if TYPE_CHECKING:
+    _NameChoice: TypeAlias = click.Choice[str]
+else:
+    _NameChoice = click.Choice
 
 
-class LogFormatParamType(click.Choice):  # type: ignore[type-arg]  # generic only in newer click
+class LogFormatParamType(_NameChoice):
     """The log formats by their names (any case): ``plain``, ``full``, ``json``."""
 
     def __init__(self) -> None:
@@ -32,8 +36,13 @@ class LogFormatParamType(click.Choice):  # type: ignore[type-arg]  # generic onl
         return kopf.LogFormat[str(name).upper()]
 
 
-def logging_options(fn: _FnT) -> _FnT:
-    """Add the logging options to a command; configure the logging before the command runs."""
+def logging_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """
+    Add the logging options to a command; configure the logging before the command runs.
+
+    The command gets the logging options' values in addition to its own arguments,
+    so it is another callable than the decorated function.
+    """
 
     @click.option('-v', '--verbose', is_flag=True, help="Show what Kopf is doing, but hide the low-level logs.")
     @click.option('-d', '--debug', is_flag=True, help="Extremely verbose: log the asyncio & API internals too.")
@@ -66,7 +75,7 @@ def logging_options(fn: _FnT) -> _FnT:
         )
         return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 KOPF_RELEASE = '1.45.2'  # the release of Kopf whose API and behaviour these packages follow
