@@ -16,7 +16,7 @@ format is written by hand here.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple, Union
+from typing import Callable, Iterator, List, Tuple, Union
 
 try:
     import prometheus_client
@@ -29,6 +29,10 @@ except ImportError as e:  # the core says it once, with what to install, only if
 import kopf.metrics
 
 PrometheusFamily = Union[CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily]
+
+# prometheus_client's own spelling of the bounds ("+Inf", "1.0"): a float in, a string out
+# (the function is not annotated in prometheus_client).
+format_bound: Callable[[float], str] = floatToGoString
 
 
 class KopfCollector(prometheus_client.registry.Collector):
@@ -59,8 +63,7 @@ def convert(family: kopf.metrics.Family, *, with_samples: bool = True) -> Promet
         converted = HistogramMetricFamily(family.name, family.help, labels=labels)
     for sample in family.samples if with_samples else ():
         if isinstance(converted, HistogramMetricFamily):
-            # prometheus_client's own spelling of the bounds ("+Inf", "1.0"); the function is not annotated.
-            buckets = [(floatToGoString(bound), count) for bound, count in sample.buckets]  # type: ignore[no-untyped-call]
+            buckets = [(format_bound(bound), count) for bound, count in sample.buckets]
             converted.add_metric(list(sample.labels), buckets=buckets, sum_value=sample.sum)
         else:
             converted.add_metric(list(sample.labels), sample.value)
