@@ -121,7 +121,8 @@ class Kube(KubeClient):
         return _last_object(self.kubectl('create', *_manifest_args(manifest), '-o', 'json', input=_stdin(manifest)))
 
     def get(self, resource: str, name: str) -> Object:
-        return json.loads(self.kubectl('get', resource, name, '-o', 'json'))  # type: ignore[no-any-return]
+        obj: Object = json.loads(self.kubectl('get', resource, name, '-o', 'json'))  # one object: a JSON object
+        return obj
 
     def find(self, resource: str, name: str) -> Optional[Object]:
         output = self.kubectl('get', resource, name, '--ignore-not-found', '-o', 'json')
@@ -132,14 +133,16 @@ class Kube(KubeClient):
         """The objects of the resource, optionally filtered by a label or a field selector."""
         args = ['-l', selector] if selector else []
         args += [f'--field-selector={field_selector}'] if field_selector else []
-        return json.loads(self.kubectl('get', resource, *args, '-o', 'json'))['items']  # type: ignore[no-any-return]
+        listing: dict[str, list[Object]] = json.loads(self.kubectl('get', resource, *args, '-o', 'json'))
+        return listing['items']
 
     def patch(self, resource: str, name: str, patch: Union[Object, Sequence[Object]], *,
               type: Literal['merge', 'json', 'strategic'] = 'merge', subresource: Optional[str] = None) -> Object:
         """Patch the object (or its ``status`` subresource); return it as patched."""
         extra = [f'--subresource={subresource}'] if subresource else []
         output = self.kubectl('patch', resource, name, f'--type={type}', '-p', json.dumps(patch), *extra, '-o', 'json')
-        return json.loads(output)  # type: ignore[no-any-return]
+        patched: Object = json.loads(output)  # the patched object: a JSON object
+        return patched
 
     def delete(self, resource: str, name: str, *, wait: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Request the deletion; with ``wait=True``, also wait until it is gone (finalizers done)."""

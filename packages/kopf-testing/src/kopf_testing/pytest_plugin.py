@@ -198,7 +198,8 @@ def kopf_gated_cluster(
                             f'(--kopf-cluster=local), not {kopf_cluster_kind}.')
             gates = {**kopf_feature_gates, **feature_gates}
             if gates == kopf_feature_gates:
-                return request.getfixturevalue('kopf_cluster')  # type: ignore[no-any-return]
+                cluster: Cluster = request.getfixturevalue('kopf_cluster')  # the fixture's value
+                return cluster
             key = frozenset(gates.items())
             if key not in started:
                 started[key] = stack.enter_context(started_local_cluster(

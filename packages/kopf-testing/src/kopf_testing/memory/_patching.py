@@ -29,7 +29,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Apply the operations; a failed ``test`` or a bad path is rejected as the API server does (422)."""
     try:
-        return jsonpatch.JsonPatch([dict(op) for op in operations]).apply(copy.deepcopy(dict(target)))  # type: ignore[no-any-return]
+        # jsonpatch (not annotated) applies the operations to a copy of the JSON object, and returns it.
+        patch = jsonpatch.JsonPatch([dict(op) for op in operations])
+        patched: dict[str, Any] = patch.apply(copy.deepcopy(dict(target)))
+        return patched
     except jsonpatch.JsonPatchTestFailed as e:
         fail(422, f'the server rejected our request due to an error in our request: {e}')
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
