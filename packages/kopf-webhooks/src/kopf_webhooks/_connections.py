@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Any, Awaitable, Callable, Dict, Optional
+from typing import Any, Awaitable, Callable, Dict, Optional, cast
 
 import aiohttp.web
 
@@ -68,12 +68,13 @@ class GuardedProtocol(asyncio.Protocol):
     def __init__(self, protocol: asyncio.Protocol, *, connections: Connections) -> None:
         self._protocol = protocol
         self._connections = connections
-        self._transport: Optional[asyncio.BaseTransport] = None
+        self._transport: Optional[asyncio.Transport] = None
         self._deadline: Optional[asyncio.TimerHandle] = None
         self._serving = False  # between the complete head and the end of the request's handling
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport
+        # A stream server's connection: its transport reads, writes and can be aborted.
+        self._transport = cast(asyncio.Transport, transport)
         self._connections._add(transport, self)
         self._set_deadline()
         self._protocol.connection_made(transport)
@@ -120,7 +121,7 @@ class GuardedProtocol(asyncio.Protocol):
             peer = self._transport.get_extra_info('peername')
             logger.debug(f"Dropping the connection from {peer}: no complete request head "
                          f"within {self._connections.head_timeout} seconds.")
-            self._transport.abort()  # type: ignore[attr-defined]
+            self._transport.abort()
 
 
 Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]

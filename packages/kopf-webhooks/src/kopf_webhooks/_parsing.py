@@ -32,7 +32,7 @@ import json.scanner
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, Union, cast
 
 # Deeper than any Kubernetes object (a CRD's schema is a few dozen levels), about as deep as Kopf's
 # json.loads on the event loop's stack goes before its RecursionError.
@@ -216,10 +216,11 @@ def _attach_value(text: str, pos: int, value: Any, stack: List[_Frame]) -> Tuple
     skip = _skip
     while stack:
         frame = stack[-1]
-        if frame.key is None:
-            frame.container.append(value)  # type: ignore[union-attr]
+        container = frame.container
+        if isinstance(container, list):
+            container.append(value)
         else:
-            frame.container[frame.key] = value  # type: ignore[call-overload]
+            container[cast(str, frame.key)] = value  # an object's member: its key comes before its value
             frame.key = None
         if not frame.runs and pos - frame.member_start <= _RUN_SIZE // 8:
             frame.runs = True  # small members again: try them in runs
