@@ -23,7 +23,7 @@ RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namesp
 
 
 def raw_event(name: str, type: Optional[str] = 'MODIFIED', **labels: str) -> RawEvent:
-    return RawEvent(type=type, object={  # type: ignore[typeddict-item]
+    return RawEvent(type=type, object={
         'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
         'metadata': {'name': name, 'namespace': 'ns', 'uid': f'uid-{name}', 'labels': labels}})
 

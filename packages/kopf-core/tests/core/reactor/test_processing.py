@@ -94,7 +94,7 @@ async def process(registry: OperatorRegistry, client: RecordingClient,
                                 memories=ObjectMemories(), memo=kopf.Memo(), indexers=indexers,
                                 lifecycle=lifecycle)
     return await process_resource_event(context=context, resource=RESOURCE,
-                                        raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
+                                        raw_event=RawEvent(type=event_type, object=client.body))
 
 
 def json_ops(client: RecordingClient) -> List[Any]:
@@ -245,7 +245,7 @@ async def test_an_objects_life_takes_one_request_per_step() -> None:
 
     async def cycle(event_type: Optional[str] = 'MODIFIED') -> CycleResult:
         return await process_resource_event(context=context, resource=RESOURCE,
-                                            raw_event=RawEvent(type=event_type, object=client.body))  # type: ignore
+                                            raw_event=RawEvent(type=event_type, object=client.body))
 
     await cycle('ADDED')  # the finalizer first, nothing else
     assert client.body['metadata']['finalizers'] == [FINALIZER] and calls == [] and len(client.patches) == 1
