@@ -143,6 +143,43 @@ def test_everything_marker_as_the_rightmost_value(args: Any, group: Optional[str
     assert selector.any_name is EVERYTHING
 
 
+@pytest.mark.parametrize('args, kwargs, group, version', [
+    pytest.param(('kopfexamples',), {'group': 'kopf.dev', 'version': 'v1'}, 'kopf.dev', 'v1', id='name-only'),
+    pytest.param(('kopf.dev', 'kopfexamples'), {'version': 'v1beta1'}, 'kopf.dev', 'v1beta1', id='group-only'),
+    pytest.param(('kopfexamples.kopf.dev',), {'version': 'v1'}, 'kopf.dev', 'v1', id='plural-dot-group'),
+    pytest.param(('kopf.dev/kopfexamples',), {'version': 'v1'}, 'kopf.dev', 'v1', id='group-slash-name'),
+    pytest.param((EVERYTHING,), {'group': 'apps'}, 'apps', None, id='everything'),
+])
+def test_keywords_give_what_the_positionals_do_not(
+        args: Any, kwargs: Any, group: Optional[str], version: Optional[str]) -> None:
+    selector = Selector(*args, **kwargs)
+    assert selector.group == group
+    assert selector.version == version
+    assert selector.check(KOPFEXAMPLES_V1BETA1) == (version == 'v1beta1')
+
+
+@pytest.mark.parametrize('args, kwargs', [
+    pytest.param(('kopf.dev', 'v1', 'kopfexamples'), {'group': 'kopf.dev', 'version': 'v1'}, id='group-version'),
+    pytest.param(('v1', 'pods'), {'group': ''}, id='core-group'),
+    pytest.param(('kopfexamples',), {'any_name': 'kopfexamples'}, id='name'),
+])
+def test_keywords_the_same_as_the_positionals_are_accepted(args: Any, kwargs: Any) -> None:
+    assert Selector(*args, **kwargs) == Selector(*args)
+
+
+@pytest.mark.parametrize('args, kwargs', [
+    pytest.param(('kopf.dev', 'v1', 'kopfexamples'), {'group': 'apps'}, id='group-of-three'),
+    pytest.param(('kopf.dev', 'v1', 'kopfexamples'), {'version': 'v2'}, id='version-of-three'),
+    pytest.param(('kopf.dev/v1', 'kopfexamples'), {'version': 'v2'}, id='version-of-slashed'),
+    pytest.param(('v1', 'pods'), {'group': 'apps'}, id='core-group'),
+    pytest.param(('deployments.apps',), {'group': 'extensions'}, id='kubectl-group'),
+    pytest.param(('pods',), {'any_name': 'deployments'}, id='name'),
+])
+def test_keywords_that_contradict_the_positionals_are_refused(args: Any, kwargs: Any) -> None:
+    with pytest.raises(TypeError, match=r"contradictory"):
+        Selector(*args, **kwargs)
+
+
 @pytest.mark.parametrize('kwarg', ['kind', 'plural', 'singular', 'shortcut', 'category'])
 def test_specific_name_kwargs_are_remembered_as_such(kwarg: str) -> None:
     kwargs: Dict[str, Any] = {kwarg: 'x'}

@@ -18,7 +18,9 @@ import dataclasses
 import enum
 import re
 import urllib.parse
-from typing import Callable, Collection, FrozenSet, Mapping, Optional, Union
+from typing import Callable, Collection, FrozenSet, Mapping, Optional, TypeVar, Union
+
+_T = TypeVar('_T')
 
 NamespacePattern = Union[str, re.Pattern[str]]  # a compiled regexp is matched as is (fullmatch)
 Namespace = Optional[str]  # None means "cluster-wide" (all namespaces) or a cluster-scoped object
@@ -163,12 +165,12 @@ class Selector:
             fn = arg1  # the group and version may still narrow it down, as keywords
         elif callable(arg2) or callable(arg3):
             raise TypeError("A callable resource selector can only be the only positional value.")
-        elif arg3 is not None:
-            group, version, any_name = _parse_three(arg1, arg2, arg3, group, version, any_name)
-        elif arg2 is not None:
-            group, version, any_name = _parse_two(arg1, arg2, group, version, any_name)
-        elif arg1 is not None:
-            group, version, any_name = _parse_one(arg1, group, version, any_name)
+        else:
+            # The keywords give what the positionals do not; the same thing given both ways must agree.
+            given_group, given_version, given_name = _parse_positionals(arg1, arg2, arg3)
+            group = _merge('group', given_group, group)
+            version = _merge('version', given_version, version)
+            any_name = _merge('any_name', given_name, any_name)
 
         names = [kind, plural, singular, shortcut, category, any_name, fn]
         if sum(name is not None for name in names) > 1:
@@ -268,21 +270,41 @@ def _check_positionals(
                             f"or a callable that takes a kopf.Resource (leftmost), got {arg!r}.")
 
 
-def _parse_one(
-        arg1: str | EverythingMarker,
-        group: Optional[str],
-        version: Optional[str],
-        any_name: Optional[str | EverythingMarker],
-) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+def _merge(keyword: str, positional: _T, explicit: _T) -> _T:
+    """A part of the selector given positionally and/or as a keyword: either, or both the same."""
+    if positional is None:
+        return explicit
+    if explicit is not None and explicit != positional:
+        raise TypeError(f"The resource specification is contradictory: {positional!r} positionally, "
+                        f"but {keyword}={explicit!r}.")
+    return positional
+
+
+# The parts of a selector that the positionals give: group, version, name; None if they do not give it.
+_Parts = tuple[Optional[str], Optional[str], Optional[SelectorName]]
+
+
+def _parse_positionals(arg1: Optional[SelectorName], arg2: Optional[SelectorName],
+                       arg3: Optional[SelectorName]) -> _Parts:
+    if arg3 is not None:
+        return _parse_three(arg1, arg2, arg3)
+    if arg2 is not None:
+        return _parse_two(arg1, arg2)
+    if arg1 is not None:
+        return _parse_one(arg1)
+    return None, None, None
+
+
+def _parse_one(arg1: SelectorName) -> _Parts:
     if isinstance(arg1, EverythingMarker):
-        return group, version, arg1
+        return None, None, arg1
     if '/' in arg1:
         # 'v1/pods', 'kopf.dev/kopfexamples', 'kopf.dev/v1/kopfexamples': the name is last.
         api, _, name = arg1.rpartition('/')
         if not api or not name or _is_version(name):
             raise TypeError(f"Resource name is missing after the API specification: {arg1!r}. "
                             f"Use e.g. ({arg1!r}, 'kopfexamples').")
-        return _parse_two(api, name, group, version, any_name)
+        return _parse_two(api, name)
     if '.' in arg1:
         # kubectl-like: plural.group, or plural.version.group, or plural.v1 for the core API.
         name, rest = arg1.split('.', 1)
@@ -292,36 +314,22 @@ def _parse_one(
         if _is_version(first) and remainder:
             return remainder, first, name
         return rest, None, name
-    return group, version, arg1
+    return None, None, arg1
 
 
-def _parse_two(
-        arg1: Optional[str | EverythingMarker],
-        arg2: str | EverythingMarker,
-        group: Optional[str],
-        version: Optional[str],
-        any_name: Optional[str | EverythingMarker],
-) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+def _parse_two(arg1: Optional[SelectorName], arg2: SelectorName) -> _Parts:
     if isinstance(arg1, EverythingMarker) or arg1 is None:
         raise TypeError("The resource name must be the rightmost positional value, "
                         "after the API group and version.")
     if '/' in arg1:
         group, version = arg1.split('/', 1)
-    elif arg1 == 'v1':
-        group, version = '', 'v1'
-    else:
-        group, version = arg1, None
-    return group, version, arg2
+        return group, version, arg2
+    if arg1 == 'v1':
+        return '', 'v1', arg2
+    return arg1, None, arg2  # the group only: the version is the preferred one, unless given as version=
 
 
-def _parse_three(
-        arg1: Optional[str | EverythingMarker],
-        arg2: Optional[str | EverythingMarker],
-        arg3: str | EverythingMarker,
-        group: Optional[str],
-        version: Optional[str],
-        any_name: Optional[str | EverythingMarker],
-) -> tuple[Optional[str], Optional[str], Optional[str | EverythingMarker]]:
+def _parse_three(arg1: Optional[SelectorName], arg2: Optional[SelectorName], arg3: SelectorName) -> _Parts:
     if isinstance(arg1, EverythingMarker) or isinstance(arg2, EverythingMarker):
         raise TypeError("kopf.EVERYTHING can only be the rightmost positional value.")
     if arg1 is None or arg2 is None:
