@@ -51,8 +51,9 @@ from kopf._core.intents.decoration import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack since Python 3.11; annotations only
 
-FnT = TypeVar('FnT', bound=Callable[..., Any])
-DecoratingFnT = TypeVar('DecoratingFnT', bound=Callable[..., Any])
+# Any function, sync or async, whatever it returns (the framework only stores or reports the result).
+FnT = TypeVar('FnT', bound=Callable[..., object])
+DecoratingFnT = TypeVar('DecoratingFnT', bound=Callable[..., object])
 
 
 class Decorator(Protocol):

@@ -78,6 +78,19 @@ def test_watching_selectors_given_as_a_dict_become_a_mapping() -> None:
     assert settings.watching.label_selectors['pods.v1'] == 'a=b'
 
 
+def test_watching_selectors_given_as_none_become_an_empty_mapping() -> None:
+    settings = kopf.OperatorSettings()
+    settings.watching.field_selectors = None  # type: ignore[assignment]
+    assert isinstance(settings.watching.field_selectors, SelectorMapping)
+    assert dict(settings.watching.field_selectors) == {}
+
+
+def test_watching_selectors_given_as_a_non_mapping_are_refused() -> None:
+    settings = kopf.OperatorSettings()
+    with pytest.raises(TypeError, match=r"label_selectors must be a mapping of resources to selectors, not list"):
+        settings.watching.label_selectors = [('v1/pods', 'a=b')]  # type: ignore[assignment]
+
+
 def test_posting_defaults() -> None:
     settings = kopf.OperatorSettings()
     assert tuple(settings.posting.default_backoffs) == (1, 1, 2, 3, 5, 8, 13, 21)  # type: ignore[arg-type]

@@ -11,7 +11,8 @@ import concurrent.futures
 import dataclasses
 import logging
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 from kopf._cogs.configs.selectormaps import SelectorMapping
 
@@ -163,10 +164,13 @@ class WatchingSettings:
     shard_selectors: SelectorMapping[str] = dataclasses.field(default_factory=SelectorMapping)
     """Resources (as in the decorators) to the server-side shard selector (the first that matches)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # A plain dict assigned to a selectors' setting works as if it were a SelectorMapping.
+    def __setattr__(self, name: str, value: object) -> None:
+        # A plain dict assigned to a selectors' setting works as if it were a SelectorMapping (None: empty).
         if name.endswith('_selectors') and not isinstance(value, SelectorMapping):
-            value = SelectorMapping(value)
+            if value and not isinstance(value, Mapping):
+                raise TypeError(f"settings.watching.{name} must be a mapping of resources to selectors, "
+                                f"not {type(value).__name__}.")
+            value = SelectorMapping(value if isinstance(value, Mapping) else None)
         super().__setattr__(name, value)
 
 

@@ -7,10 +7,10 @@ express precisely. The names document the intended role of each callable.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Coroutine, Optional, TypeAlias, Union
+from typing import Callable, Iterable, Optional, TypeAlias
 
-# A handler of any kind: sync or async, returning a result or None.
-HandlerFn: TypeAlias = Callable[..., Union[object, Coroutine[Any, Any, object]]]
+# A handler of any kind: sync or async, returning a result or None (or a coroutine of them).
+HandlerFn: TypeAlias = Callable[..., object]
 
 ActivityFn: TypeAlias = HandlerFn
 ChangingFn: TypeAlias = HandlerFn
@@ -29,33 +29,33 @@ DelayFn: TypeAlias = Callable[..., Optional[float]]
 
 def not_(fn: Callable[..., bool]) -> Callable[..., bool]:
     """The filter passes when the function returns false."""
-    def not_fn(*args: Any, **kwargs: Any) -> bool:
+    def not_fn(*args: object, **kwargs: object) -> bool:
         return not fn(*args, **kwargs)
     return not_fn
 
 
-def all_(fns: Any) -> Callable[..., bool]:
+def all_(fns: Iterable[Callable[..., bool]]) -> Callable[..., bool]:
     """The filter passes when all the functions return true."""
     fns = list(fns)
 
-    def all_fn(*args: Any, **kwargs: Any) -> bool:
+    def all_fn(*args: object, **kwargs: object) -> bool:
         return all(fn(*args, **kwargs) for fn in fns)
     return all_fn
 
 
-def any_(fns: Any) -> Callable[..., bool]:
+def any_(fns: Iterable[Callable[..., bool]]) -> Callable[..., bool]:
     """The filter passes when at least one of the functions returns true."""
     fns = list(fns)
 
-    def any_fn(*args: Any, **kwargs: Any) -> bool:
+    def any_fn(*args: object, **kwargs: object) -> bool:
         return any(fn(*args, **kwargs) for fn in fns)
     return any_fn
 
 
-def none_(fns: Any) -> Callable[..., bool]:
+def none_(fns: Iterable[Callable[..., bool]]) -> Callable[..., bool]:
     """The filter passes when all the functions return false."""
     fns = list(fns)
 
-    def none_fn(*args: Any, **kwargs: Any) -> bool:
+    def none_fn(*args: object, **kwargs: object) -> bool:
         return not any(fn(*args, **kwargs) for fn in fns)
     return none_fn

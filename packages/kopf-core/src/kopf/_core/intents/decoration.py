@@ -13,10 +13,10 @@ import functools
 import inspect
 from typing import Any, Callable, Collection, Optional, TypedDict, TypeVar, Union, cast
 
-from kopf._cogs.structs import references, reviews
+from kopf._cogs.structs import dicts, references, reviews
 from kopf._core.intents import callbacks, filters, handlers, registries
 
-DecoratingFnT = TypeVar('DecoratingFnT', bound=Callable[..., Any])
+DecoratingFnT = TypeVar('DecoratingFnT', bound=Callable[..., object])
 
 SelectorArg = Union[None, str, references.EverythingMarker, references.SelectorFn]
 
@@ -46,7 +46,7 @@ class Identifying(TypedDict, total=False):
     The handler's id: the key of its progress and result on the object (keep it stable).
     By default, the function's qualified name, with ``/`` and the field appended if ``field=`` is given.
     """
-    param: Optional[Any]
+    param: object
     """Any value, passed to the handler as ``param`` (to tell apart one function registered several times)."""
 
 
@@ -84,7 +84,7 @@ class MetaFiltering(TypedDict, total=False):
 
 
 class FieldFiltering(TypedDict, total=False):
-    field: Optional[Any]
+    field: dicts.FieldSpec
     """
     A field of the object: ``'spec.size'`` or a sequence of keys; only the objects that have it
     (for the changing handlers: only when it changes), and the ``diff``, ``old``, ``new`` are of that field.
@@ -92,7 +92,7 @@ class FieldFiltering(TypedDict, total=False):
 
 
 class RequiredField(TypedDict):
-    field: Any
+    field: dicts.FieldSpec
     """
     The field to follow: ``'spec.size'`` or a sequence of keys; the handler runs when it changes
     (also at the creation, if it is set), with the ``diff``, ``old``, ``new`` of that field.

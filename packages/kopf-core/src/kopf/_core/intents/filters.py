@@ -25,7 +25,8 @@ class MetaFilterToken(enum.Enum):
 PRESENT = MetaFilterToken.PRESENT
 ABSENT = MetaFilterToken.ABSENT
 
-ValueFilter: TypeAlias = Union[MetaFilterToken, Callable[..., bool], Any, None]
+# A marker, a callable that gets the value (and the handler's kwargs), or any value to compare with ``==``.
+ValueFilter: TypeAlias = Union[MetaFilterToken, Callable[..., bool], object, None]
 MetaFilter: TypeAlias = Mapping[str, ValueFilter]
 
 def match_value(criterion: ValueFilter, value: Any, *, present: bool, kwargs: Mapping[str, Any]) -> bool:

@@ -178,9 +178,13 @@ def taking(options_cls: Callable[P, OptionsT]) -> Callable[[Callable[[OptionsT],
 
 def taking_async(
         options_cls: Callable[P, OptionsT],
-) -> Callable[[Callable[[OptionsT], Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
-    """The same as :func:`taking`, for coroutine functions (which stay coroutine functions)."""
-    def decorate(fn: Callable[[OptionsT], Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+) -> Callable[[Callable[[OptionsT], Awaitable[R]]], Callable[P, Coroutine[object, None, R]]]:
+    """
+    The same as :func:`taking`, for coroutine functions (which stay coroutine functions).
+
+    Their coroutines yield whatever they await yields, and are sent nothing (``None``), as an event loop does.
+    """
+    def decorate(fn: Callable[[OptionsT], Awaitable[R]]) -> Callable[P, Coroutine[object, None, R]]:
         @functools.wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             return await fn(options_cls(*args, **kwargs))
