@@ -7,7 +7,7 @@ short bounded waits for the results.
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any
+from typing import Any, List
 
 import pytest
 
@@ -129,8 +129,14 @@ async def test_raising_a_threading_event_sets_it() -> None:
     assert flag.is_set()
 
 
-async def test_raising_no_flag_does_nothing() -> None:
-    raise_flag(None)
+async def test_raising_no_flag_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    scheduled: List[object] = []
+    with monkeypatch.context() as patched:  # only around the call: the loop needs its own methods after it
+        patched.setattr(loop, 'call_soon_threadsafe', lambda *args: scheduled.append(args))
+        patched.setattr(loop, 'call_soon', lambda *args: scheduled.append(args))
+        raise_flag(None, 'reason')  # no TypeError, as for the unsupported flags
+    assert scheduled == []
 
 
 async def test_raising_an_unsupported_flag_is_refused() -> None:

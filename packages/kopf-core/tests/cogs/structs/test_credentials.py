@@ -279,7 +279,11 @@ async def test_population_after_a_failure_makes_the_vault_usable_again() -> None
 
 async def test_emptiness_of_an_empty_vault_is_reached_at_once() -> None:
     vault = Vault()
-    await asyncio.wait_for(vault.wait_for_emptiness(), timeout=1)
+    task = asyncio.create_task(vault.wait_for_emptiness())
+    await asyncio.sleep(0)  # the task's first step, and no more
+    assert task.done()
+    assert task.exception() is None
+    assert vault.is_empty()
 
 
 async def test_emptiness_is_not_reached_while_there_are_valid_credentials() -> None:
@@ -296,8 +300,10 @@ async def test_emptiness_is_reached_when_the_last_credentials_are_invalidated() 
     vault = Vault({'k': info('t')})
     task = asyncio.create_task(vault.wait_for_emptiness())
     await asyncio.sleep(0)
+    assert not task.done()
     await vault.invalidate(VaultKey('k'), info('t'))
     await asyncio.wait_for(task, timeout=1)
+    assert vault.is_empty()
 
 
 async def test_emptiness_is_reached_when_the_last_credentials_expire_without_any_use() -> None:

@@ -171,9 +171,19 @@ async def test_long_messages_are_cut_in_the_middle(event_queue: asyncio.Queue[po
     assert posting.CUT_MESSAGE_INFIX in event.message
 
 
-async def test_events_outside_of_an_operator_are_dropped_silently() -> None:
-    # No queue is bound in this context (each test runs in its own context).
+async def test_events_outside_of_an_operator_are_dropped_silently(caplog: pytest.LogCaptureFixture) -> None:
+    # An operator's queue is bound in its own context, not in this test's (each test runs in its own context).
+    operator_queue: asyncio.Queue[posting.K8sEvent] = asyncio.Queue()
+    contextvars.copy_context().run(posting.bind, event_queue=operator_queue, settings=OperatorSettings())
+    caplog.set_level(logging.DEBUG)
     posting.event(POD, type='SomeType', reason='SomeReason')
+    posting.info(POD, reason='SomeReason')
+    posting.warn(POD, reason='SomeReason')
+    posting.exception(POD, reason='SomeReason', exc=ValueError())
+    await asyncio.sleep(0)  # if anything were put from the loop's callbacks
+    assert posting.event_queue_var.get(None) is None
+    assert operator_queue.empty()
+    assert caplog.records == []
 
 
 async def test_disabled_posting_skips_explicit_events(
