@@ -95,12 +95,16 @@ def test_ca_bundle_verifies_the_certificate_for_its_hosts_and_ips() -> None:
         x509.DNSName('example.host'), x509.IPAddress(ipaddress.ip_address('10.1.2.3'))]
     for name in names:
         verifier = x509.verification.PolicyBuilder().store(store).build_server_verifier(name)
-        verifier.verify(cert, [])  # raises if the chain or the name does not verify
+        chain = verifier.verify(cert, [])  # raises if the chain or the name does not verify
+        assert chain == [cert, ca]
 
 
 def test_private_key_is_not_encrypted_without_a_password() -> None:
-    _, pkey = build_certificate(['localhost'])
-    serialization.load_pem_private_key(pkey, password=None)
+    chain_pem, pkey = build_certificate(['localhost'])
+    assert pkey.startswith(b'-----BEGIN PRIVATE KEY-----')  # not "ENCRYPTED PRIVATE KEY"
+    key = serialization.load_pem_private_key(pkey, password=None)  # raises if a password is needed
+    cert = x509.load_pem_x509_certificate(chain_pem)
+    assert key.public_key() == cert.public_key()  # the key of the certificate
 
 
 def test_private_key_is_encrypted_with_the_password() -> None:

@@ -65,10 +65,11 @@ async def test_a_document_its_caller_still_holds_is_left_intact() -> None:
     assert document == document_of(leaves)
 
 
-async def test_scalars_and_empty_documents_are_no_work() -> None:
-    await _dismantling.dismantle(None)
-    await _dismantling.dismantle('text')
-    await _dismantling.dismantle({})
+@pytest.mark.parametrize('document', [None, 'text', 123, {}, []], ids=['none', 'str', 'int', 'dict', 'list'])
+def test_scalars_and_empty_documents_are_no_work(document: Any) -> None:
+    steps = _dismantling.dismantle(document, slice_duration=0)
+    with pytest.raises(StopIteration):  # done at the first step: it never waits for the loop
+        steps.send(None)
 
 
 def test_free_threaded_builds_empty_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
