@@ -6,6 +6,9 @@ builds its own sessions with the same ones.
 """
 import base64
 import ssl
+import sys
+import types
+from typing import Optional
 
 import pytest
 
@@ -54,12 +57,19 @@ def test_basic_auth_is_none_without_a_username() -> None:
     assert kopf.ConnectionInfo(server='https://k8s', token='abc').as_aiohttp_basic_auth() is None
 
 
-def test_basic_auth_without_aiohttp_says_what_to_install() -> None:
+def test_basic_auth_without_aiohttp_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, 'aiohttp', None)  # importing it fails, as if it is not installed
     info = kopf.ConnectionInfo(server='https://k8s', username='user', password='pass')
-    try:
-        import aiohttp
-    except ImportError:
-        with pytest.raises(ImportError, match=r"needs aiohttp: pip install aiohttp"):
-            info.as_aiohttp_basic_auth()
-    else:
-        assert info.as_aiohttp_basic_auth() == aiohttp.BasicAuth('user', 'pass')
+    with pytest.raises(ImportError, match=r"needs aiohttp: pip install aiohttp"):
+        info.as_aiohttp_basic_auth()
+
+
+@pytest.mark.parametrize('password, expected', [('pass', 'pass'), (None, '')])
+def test_basic_auth_with_aiohttp_is_its_basic_auth(
+        monkeypatch: pytest.MonkeyPatch, password: Optional[str], expected: str,
+) -> None:
+    # Whether aiohttp is installed or not, the module that is imported is this one.
+    aiohttp = types.SimpleNamespace(BasicAuth=lambda login, password: ('BasicAuth', login, password))
+    monkeypatch.setitem(sys.modules, 'aiohttp', aiohttp)
+    info = kopf.ConnectionInfo(server='https://k8s', username='user', password=password)
+    assert info.as_aiohttp_basic_auth() == ('BasicAuth', 'user', expected)

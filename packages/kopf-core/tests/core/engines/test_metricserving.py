@@ -4,8 +4,8 @@ Serving the metrics: the endpoint's URL, finding an exposition, and the answers 
 Inputs: URLs; a trivial exporter (the real one, prometheus_client's, is kopf-client's and is
 tested there), which counts its renderings and may be slow; requests over 127.0.0.1, some
 of them all at once, as a flood of scrapes. Outputs: the parsed endpoints, the error messages,
-the HTTP responses, the renderings counted, the log. The core's own environment has no
-exposition installed, which is the case of a missing ``kopf-client[metrics]``.
+the HTTP responses, the renderings counted, the log. A missing ``kopf-client[metrics]`` is
+simulated (no entry points of the exposition), whatever is installed where the tests run.
 """
 import asyncio
 import importlib.metadata
@@ -61,7 +61,11 @@ def test_the_liveness_port_is_not_shared() -> None:
     assert metricserving.parse_endpoint('http://0.0.0.0:8081/metrics', liveness=liveness).port == 8081
 
 
-def test_without_an_exposition_the_endpoint_names_the_extra_to_install() -> None:
+def test_without_an_exposition_the_endpoint_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No installed package registers an exposition (whether kopf-client[metrics] is installed here or not).
+    entry_points = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, 'entry_points', lambda group: (
+        [] if group == metricserving.ENTRY_POINT_GROUP else entry_points(group=group)))
     with pytest.raises(metricserving.MetricsEndpointError,
                        match=r"none is installed\. Install one: pip install 'kopf-client\[metrics\]'\."):
         metricserving.prepare('http://127.0.0.1:9090/metrics')
