@@ -133,7 +133,7 @@ async def spawn_tasks(opts: options.OperatorOptions) -> Collection[asyncio.Task[
 async def run_tasks(
         root_tasks: Collection[asyncio.Task[None]],
         *,
-        ignored: Collection[asyncio.Task[Any]] = frozenset(),
+        ignored: Collection[asyncio.Task[object]] = frozenset(),
 ) -> None:
     """
     Wait for the root tasks; when one ends (or fails), stop the others; re-raise a failure.
