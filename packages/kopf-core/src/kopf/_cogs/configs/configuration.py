@@ -11,10 +11,9 @@ import concurrent.futures
 import dataclasses
 import logging
 import warnings
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Iterable, Optional, Union
 
-from kopf._cogs.configs.selectormaps import SelectorMapping
+from kopf._cogs.configs.selectormaps import SelectorMapping, as_selector_mapping
 
 if TYPE_CHECKING:
     from kopf._cogs.configs import diffbase, progress
@@ -166,11 +165,8 @@ class WatchingSettings:
 
     def __setattr__(self, name: str, value: object) -> None:
         # A plain dict assigned to a selectors' setting works as if it were a SelectorMapping (None: empty).
-        if name.endswith('_selectors') and not isinstance(value, SelectorMapping):
-            if value and not isinstance(value, Mapping):
-                raise TypeError(f"settings.watching.{name} must be a mapping of resources to selectors, "
-                                f"not {type(value).__name__}.")
-            value = SelectorMapping(value if isinstance(value, Mapping) else None)
+        if name.endswith('_selectors'):
+            value = as_selector_mapping(value, what=f"settings.watching.{name}")
         super().__setattr__(name, value)
 
 

@@ -78,3 +78,12 @@ class SelectorMapping(MutableMapping[SelectorKey, ValueT]):
     def collect(self, resource: references.Resource) -> list[ValueT]:
         """The values of all the selectors that match the resource, in insertion order."""
         return [value for selector, value in self._items.items() if selector.check(resource)]
+
+
+def as_selector_mapping(value: object, *, what: str) -> SelectorMapping[object]:
+    """A selector mapping as it is, any other mapping as a selector mapping, a false value (None) as an empty one."""
+    if isinstance(value, SelectorMapping):
+        return value
+    if value and not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a mapping of resources to selectors, not {type(value).__name__}.")
+    return SelectorMapping(value if isinstance(value, Mapping) else None)
