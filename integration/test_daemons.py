@@ -110,10 +110,10 @@ def test_timers_and_daemons_as_in_kopf_1_45_2(
         cluster: Cluster, namespace: str, operator_process: Callable[..., OperatorProcess]) -> None:
     operator = operator_process(DAEMONS, '--verbose', expected_errors=[r'failing for good'])
     operator.wait_for(r"Starting the watch-stream for kopfexamples")
+    created_at = time.time()  # before the creation: the timer cannot start earlier (kubectl may return later)
     cluster.kubectl('apply', '-n', namespace, '-f', '-', input=json.dumps({
         'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
         'metadata': {'name': 'obj', 'labels': {'timer': 'parity'}}, 'spec': {'delay': 2}}))
-    created_at = time.time()
     # The callable initial_delay (2 s from the spec), then a run every second despite the permanent failures.
     log = operator.wait_for(r"failing timer of obj ran", count=3, timeout=20)
     runs = [float(t) for t in re.findall(r"failing timer of obj ran \(retry 0\) at (\d+\.\d+)", log)]

@@ -12,7 +12,7 @@ import importlib.metadata
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Tuple
+from typing import Optional, Any, Tuple
 
 import pytest
 
@@ -24,6 +24,7 @@ class Exporter:
         self.installed = 0
         self.rendered = 0
         self.seconds = seconds  # the rendering's CPU time, as of a big exposition
+        self.finished: Optional[float] = None  # the monotonic time when the last rendering ended
 
     def install(self) -> None:
         self.installed += 1
@@ -31,6 +32,7 @@ class Exporter:
     def render(self) -> Tuple[str, bytes]:
         self.rendered += 1
         time.sleep(self.seconds)
+        self.finished = time.monotonic()
         return 'text/plain; version=0.0.4; charset=utf-8', b'kopf_up 1.0\n'
 
 
@@ -167,26 +169,23 @@ async def health(method: str, path: str) -> probeserver.Response:
     return 200, 'application/json', b'{}'
 
 
-@pytest.mark.parametrize('served', [(0.05, probeserver.Limits())], indirect=True)
+@pytest.mark.parametrize('served', [(3.0, probeserver.Limits())], indirect=True)
 async def test_the_health_endpoint_answers_during_a_flood_of_scrapes(served: tuple[int, Exporter]) -> None:
     port, exporter = served
     server = await probeserver.start_server(health, '127.0.0.1', 0)
     try:
-        flooded = time.monotonic()
         scrapes = [asyncio.create_task(get(port, b'GET /metrics HTTP/1.1\r\n\r\n')) for _ in range(200)]
-        await asyncio.sleep(0.02)  # the scrapes are in
-        started = time.monotonic()
+        while not exporter.rendered:  # the scrapes are in, and their rendering has begun
+            await asyncio.sleep(0.01)
         probe = await get(server.port(0), b'GET /healthz HTTP/1.1\r\n\r\n')
-        latency = time.monotonic() - started
+        answered = time.monotonic()
         await asyncio.gather(*scrapes)
-        flood = time.monotonic() - flooded
     finally:
         await server.close()
     assert probe.endswith(b'\r\n\r\n{}')
-    # The rendering is in a thread, so the probe does not wait for the flood. Before, 200 renderings of 50 ms
-    # held the event loop for 10 s, and the probe answered at the flood's end.
-    print(f"probe {latency:.3f}s, flood {flood:.3f}s")
-    assert latency < flood / 2, (latency, flood)
+    # The rendering (3 s) is in a thread, so the probe is answered before it ends, however slow the machine.
+    # Before, each of the 200 scrapes rendered on the event loop, and the probe waited for them.
+    assert exporter.finished is not None and answered < exporter.finished
     assert exporter.rendered == 1
 
 
