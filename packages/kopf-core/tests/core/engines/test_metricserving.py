@@ -10,9 +10,10 @@ simulated (no entry points of the exposition), whatever is installed where the t
 import asyncio
 import importlib.metadata
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
-from typing import Optional, Any, Tuple
+from typing import Any, Optional, Tuple
 
 import pytest
 
@@ -25,12 +26,14 @@ class Exporter:
         self.rendered = 0
         self.seconds = seconds  # the rendering's CPU time, as of a big exposition
         self.finished: Optional[float] = None  # the monotonic time when the last rendering ended
+        self.started = threading.Event()  # set when a rendering begins
 
     def install(self) -> None:
         self.installed += 1
 
     def render(self) -> Tuple[str, bytes]:
         self.rendered += 1
+        self.started.set()
         time.sleep(self.seconds)
         self.finished = time.monotonic()
         return 'text/plain; version=0.0.4; charset=utf-8', b'kopf_up 1.0\n'
@@ -175,8 +178,7 @@ async def test_the_health_endpoint_answers_during_a_flood_of_scrapes(served: tup
     server = await probeserver.start_server(health, '127.0.0.1', 0)
     try:
         scrapes = [asyncio.create_task(get(port, b'GET /metrics HTTP/1.1\r\n\r\n')) for _ in range(200)]
-        while not exporter.rendered:  # the scrapes are in, and their rendering has begun
-            await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(exporter.started.wait, 60)  # the scrapes are in, their rendering has begun
         probe = await get(server.port(0), b'GET /healthz HTTP/1.1\r\n\r\n')
         answered = time.monotonic()
         await asyncio.gather(*scrapes)
