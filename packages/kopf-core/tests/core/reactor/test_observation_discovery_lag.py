@@ -6,7 +6,8 @@ may list the resource a moment later (or skip its API group while the group
 fails), and no further CRD event would come.
 """
 import asyncio
-from typing import Any, Collection, Dict, List, Optional
+import contextlib
+from typing import Any, AsyncIterator, Collection, Dict, List, Optional
 
 import pytest
 
@@ -48,14 +49,25 @@ def registry_for(name: str) -> registries.OperatorRegistry:
     return registry
 
 
+@contextlib.asynccontextmanager
+async def catching_up(client: LaggingDiscovery, registry: registries.OperatorRegistry,
+                      insights: observation.Insights) -> AsyncIterator[None]:
+    """The discovery's catch-up running in the background while the block runs; cancelled after it."""
+    task = asyncio.create_task(observation._catch_up_with_discovery(
+        client=client, registry=registry, insights=insights))  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def outwait(client: LaggingDiscovery, registry: registries.OperatorRegistry,
                   insights: observation.Insights, crd: Dict[str, Any]) -> None:
     """Let the catch-up run with this CRD seen, until it waits for CRD changes (nothing awaited anymore)."""
     insights.crds[crd['metadata']['name']] = crd
     insights.crds_changed.set()
-    task = asyncio.create_task(observation._catch_up_with_discovery(
-        client=client, registry=registry, insights=insights))  # type: ignore[arg-type]
-    try:
+    async with catching_up(client, registry, insights):
         for _ in range(1000):
             await asyncio.sleep(0)
             if not insights.crds_changed.is_set() and not any(
@@ -63,9 +75,6 @@ async def outwait(client: LaggingDiscovery, registry: registries.OperatorRegistr
                     for c in insights.crds.values()):
                 break
         await asyncio.sleep(0)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_lagging_discovery_is_scanned_until_the_resource_is_served() -> None:
@@ -88,9 +97,7 @@ async def test_a_changed_crd_restarts_the_delays(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(observation, 'DISCOVERY_LAG_DELAYS', (0.0, 0.0, 3600.0))
     client = LaggingDiscovery(EXAMPLES, lag=100)
     insights = observation.Insights()
-    task = asyncio.create_task(observation._catch_up_with_discovery(
-        client=client, registry=registry_for('kopfexamples'), insights=insights))  # type: ignore[arg-type]
-    try:
+    async with catching_up(client, registry_for('kopfexamples'), insights):
         insights.crds[CRD['metadata']['name']] = CRD
         insights.crds_changed.set()
         for _ in range(50):
@@ -100,9 +107,6 @@ async def test_a_changed_crd_restarts_the_delays(monkeypatch: pytest.MonkeyPatch
         for _ in range(50):
             await asyncio.sleep(0)
         assert client.scans == 4  # no hour waited: the first two delays again
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_deleted_crd_is_not_waited_for() -> None:
