@@ -12,7 +12,7 @@ than this cost, which is why it is measured here too.
 import timeit
 
 from kopf._cogs.helpers import instruments
-from kopf._core.engines import metricserving
+from kopf._core.engines.endpoints import metricserving
 
 RESOURCE = 'kopfexamples.kopf.dev'
 # One object of a burst: 3 handler runs (create, update, delete), 3 changes' waits,

@@ -37,7 +37,7 @@ from integration.controlplane import ControlPlane
 from integration.kubeobjects import crd_manifest
 from integration.operating import REPO_ROOT, kopf_executable
 from integration.watchcounting import CountingProxy
-from kopf._core.engines import membership, sharding
+from kopf._core.engines.coordination import membership, sharding
 
 OPERATOR = REPO_ROOT / 'integration' / 'operators_src' / 'sharding.py'
 GROUP, PLURAL, KIND = 'shard.kopf.dev', 'shardthings', 'ShardThing'

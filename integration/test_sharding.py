@@ -41,7 +41,7 @@ from integration.controlplane import NON_ADMIN_USER, Cluster
 from integration.gates import GatedClusters, cluster_with_gates
 from integration.operating import REPO_ROOT, OperatorProcess, patient
 from integration.watchcounting import CountingProxy, ProxyLoop
-from kopf._core.engines import membership, sharding
+from kopf._core.engines.coordination import membership, sharding
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'sharding.py')
 GROUP, PLURAL, KIND = 'shard.kopf.dev', 'shardthings', 'ShardThing'

@@ -21,9 +21,9 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines.admission import AdmissionContext, AdmissionFn
-from kopf._core.engines.conversion import ConversionContext, ConversionFn
-from kopf._core.engines.webhookserving import ReviewsFn
+from kopf._core.engines.webhooks.admission import AdmissionContext, AdmissionFn
+from kopf._core.engines.webhooks.conversion import ConversionContext, ConversionFn
+from kopf._core.engines.webhooks.webhookserving import ReviewsFn
 from kopf_webhooks import WebhookServer
 
 KOPFEXAMPLES = {('kopf.dev', 'v2', 'kopfexamples'): Resource('kopf.dev', 'v2', 'kopfexamples', kind='KopfExample',

@@ -77,18 +77,18 @@ from kopf._core.actions.invocation import HandlerSignatureError
 from kopf._core.actions.lifecycles import get_default_lifecycle, set_default_lifecycle
 from kopf._core.actions.loggers import LocalObjectLogger, LogFormat, ObjectLogger, configure
 from kopf._core.actions.subhandling import execute
-from kopf._core.engines.admission import AdmissionError
-from kopf._core.engines.indexing import Index, Store
-from kopf._core.engines.leases import LeaseError as LeaseError  # for kopf-cli
-from kopf._core.engines.posting import event, exception, info, warn
-from kopf._core.engines.probing import LivenessEndpointError as LivenessEndpointError  # for kopf-cli
-from kopf._core.engines.stoppers import (
+from kopf._core.engines.background.stoppers import (
     AsyncDaemonStopperChecker,
     DaemonStopped,
     DaemonStoppingReason,
     SyncDaemonStopperChecker,
 )
-from kopf._core.engines.webhookconfigs import AdmissionSetupError as AdmissionSetupError  # for kopf-cli
+from kopf._core.engines.coordination.leases import LeaseError as LeaseError  # for kopf-cli
+from kopf._core.engines.endpoints.probing import LivenessEndpointError as LivenessEndpointError  # for kopf-cli
+from kopf._core.engines.events.posting import event, exception, info, warn
+from kopf._core.engines.indexing import Index, Store
+from kopf._core.engines.webhooks.admission import AdmissionError
+from kopf._core.engines.webhooks.webhookconfigs import AdmissionSetupError as AdmissionSetupError  # for kopf-cli
 from kopf._core.intents.callbacks import all_, any_, none_, not_
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, MetaFilterToken

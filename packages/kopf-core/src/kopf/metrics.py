@@ -31,7 +31,7 @@ from typing import List
 
 from kopf._cogs.helpers.instruments import REGISTRY, record_api_request
 from kopf._cogs.helpers.metrics import Counter, Family, Gauge, Histogram, Registry, Sample
-from kopf._core.engines.metricserving import ENTRY_POINT_GROUP, Exporter, MetricsEndpointError
+from kopf._core.engines.endpoints.metricserving import ENTRY_POINT_GROUP, Exporter, MetricsEndpointError
 
 
 def snapshot() -> List[Family]:

@@ -15,7 +15,7 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines.admission import AdmissionContext, AdmissionFn, MalformedReviewError
+from kopf._core.engines.webhooks.admission import AdmissionContext, AdmissionFn, MalformedReviewError
 
 KOPFEXAMPLES = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',
                         shortcuts=frozenset({'kex'}), namespaced=True)

@@ -16,9 +16,9 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines.admission import AdmissionContext, AdmissionFn, MalformedReviewError
-from kopf._core.engines.conversion import ConversionContext, ConversionFn
-from kopf._core.engines.webhookserving import ReviewsFn
+from kopf._core.engines.webhooks.admission import AdmissionContext, AdmissionFn, MalformedReviewError
+from kopf._core.engines.webhooks.conversion import ConversionContext, ConversionFn
+from kopf._core.engines.webhooks.webhookserving import ReviewsFn
 
 KOPFEXAMPLES_V1 = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',
                            shortcuts=frozenset({'kex'}), namespaced=True, preferred=False)

@@ -21,9 +21,9 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines.admission import MalformedReviewError
-from kopf._core.engines.conversion import ConversionContext, ConversionFn
-from kopf._core.engines.conversionreviews import MAX_OBJECTS
+from kopf._core.engines.webhooks.admission import MalformedReviewError
+from kopf._core.engines.webhooks.conversion import ConversionContext, ConversionFn
+from kopf._core.engines.webhooks.conversionreviews import MAX_OBJECTS
 
 KOPFEXAMPLES = Resource('kopf.dev', 'v2', 'kopfexamples', kind='KopfExample', preferred=True)
 

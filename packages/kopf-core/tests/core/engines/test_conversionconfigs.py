@@ -18,7 +18,7 @@ import kopf
 from kopf._cogs.clients import errors
 from kopf._cogs.clients.protocols import PatchType
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines import conversionconfigs, webhookconfigs, webhookserving
+from kopf._core.engines.webhooks import conversionconfigs, webhookconfigs, webhookserving
 
 KOPFEXAMPLES = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 KOPFEXAMPLES_V2 = Resource('kopf.dev', 'v2', 'kopfexamples', kind='KopfExample', namespaced=True, preferred=False)

@@ -13,7 +13,7 @@ import pytest
 
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import Body
-from kopf._core.engines import daemons, stoppers
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.intents.handlers import DaemonHandler, HandlerId
 
 

@@ -19,7 +19,7 @@ import pytest
 import kopf
 from kopf._cogs.structs import bodies, hierarchies, references
 from kopf._core.actions import progression
-from kopf._core.engines import daemons, stoppers
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.intents import handlers
 
 RESOURCE = references.Resource(group='kopf.dev', version='v1', plural='kopfexamples', namespaced=True)

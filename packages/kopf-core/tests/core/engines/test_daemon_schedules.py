@@ -16,7 +16,7 @@ import pytest
 import kopf
 from kopf._cogs.structs import bodies, patches
 from kopf._core.actions import progression
-from kopf._core.engines import daemons, stoppers
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.intents import handlers
 
 logger = logging.getLogger('test')

@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator, Callable, List, Optional
 
 import pytest
 
-from kopf._core.engines import leadership, leases
+from kopf._core.engines.coordination import leadership, leases
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 REF = leases.LeaseRef(namespace='ns', name='lease')

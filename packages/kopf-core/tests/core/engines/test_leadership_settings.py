@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 from kopf._cogs.configs import configuration
-from kopf._core.engines import leadership, leases
+from kopf._core.engines.coordination import leadership, leases
 
 
 @pytest.fixture(autouse=True)

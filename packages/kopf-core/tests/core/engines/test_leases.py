@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopf._cogs.clients import errors as apierrors
-from kopf._core.engines import leases
+from kopf._core.engines.coordination import leases
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 REF = leases.LeaseRef(namespace='ns', name='lease')

@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 import pytest
 
-from kopf._core.engines import metricserving, probeserver, probing
+from kopf._core.engines.endpoints import metricserving, probeserver, probing
 
 
 class Exporter:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kopf._core.engines.metricsrendering import SharedRendering
+from kopf._core.engines.endpoints.metricsrendering import SharedRendering
 
 
 class Render:

@@ -15,7 +15,7 @@ import pytest
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
-from kopf._core.engines import peering
+from kopf._core.engines.coordination import peering
 
 TARGET = peering.PeeringTarget(resource=peering.CLUSTER_PEERINGS[0], namespace=None, name='main')
 

@@ -13,7 +13,7 @@ import pytest
 
 from kopf._cogs.clients.errors import APINotFoundError
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._core.engines import peering
+from kopf._core.engines.coordination import peering
 
 
 class NoPeeringsClient:

@@ -19,7 +19,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody
 from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.actions import loggers
-from kopf._core.engines import posters, posting
+from kopf._core.engines.events import posters, posting
 
 POD: Dict[str, Any] = {
     'apiVersion': 'v1', 'kind': 'Pod',

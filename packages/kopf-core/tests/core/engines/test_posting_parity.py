@@ -24,7 +24,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody
 from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.actions import loggers
-from kopf._core.engines import posters, posting
+from kopf._core.engines.events import posters, posting
 
 POD1: Dict[str, Any] = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'p1', 'namespace': 'ns', 'uid': 'u1'}}
 POD2: Dict[str, Any] = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'p2', 'namespace': 'ns', 'uid': 'u2'}}

@@ -12,7 +12,7 @@ from typing import AsyncIterator, Awaitable, Callable, List, Optional
 
 import pytest
 
-from kopf._core.engines import probeserver
+from kopf._core.engines.endpoints import probeserver
 
 Responder = Callable[[str, str], Awaitable[probeserver.Response]]
 

@@ -8,7 +8,7 @@ from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 import pytest
 
 import kopf
-from kopf._core.engines import probing
+from kopf._core.engines.endpoints import probing
 
 
 def free_port() -> int:

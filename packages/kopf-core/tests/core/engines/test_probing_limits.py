@@ -14,7 +14,7 @@ from typing import AsyncIterator, List, Optional, Tuple
 import pytest
 
 import kopf
-from kopf._core.engines import probing
+from kopf._core.engines.endpoints import probing
 
 HEAD_LIMIT = 8192  # what the issue asks for; the tests do not read the module's constants on purpose
 HEAD_TIMEOUT = 2.0

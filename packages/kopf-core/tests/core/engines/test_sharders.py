@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Dict, FrozenSet, List, Optional
 import pytest
 
 from kopf._cogs.clients import protocols
-from kopf._core.engines import leases, membership, sharders, sharding
+from kopf._core.engines.coordination import leases, membership, sharders, sharding
 
 TIMINGS = leases.LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 STOP_DELAY = 1.0  # how long stopping the slots' streams, workers and daemons takes in these tests

@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, List
 import pytest
 
 from kopf._cogs.structs import shards
-from kopf._core.engines import sharding
+from kopf._core.engines.coordination import sharding
 
 
 def names(count: int) -> List[str]:

@@ -17,7 +17,7 @@ import pytest
 import kopf
 from kopf._cogs.clients import errors
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines import webhookconfigs, webhookserving
+from kopf._core.engines.webhooks import webhookconfigs, webhookserving
 from kopf._core.intents.webhooks import WebhookType
 
 KOPFEXAMPLES = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',

@@ -3,7 +3,7 @@ Which streams may start cycles: only while operating, entitled by the Leases, an
 """
 import asyncio
 
-from kopf._core.engines import sharding
+from kopf._core.engines.coordination import sharding
 from kopf._core.reactor import inventory, orchestration
 from kopf._core.reactor import sharding as reactor_sharding
 

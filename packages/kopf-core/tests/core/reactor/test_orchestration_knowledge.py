@@ -13,7 +13,7 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references, shards
-from kopf._core.engines import sharding
+from kopf._core.engines.coordination import sharding
 from kopf._core.reactor import orchestration, queueing, watching
 from kopf._core.reactor.processing import CycleResult
 

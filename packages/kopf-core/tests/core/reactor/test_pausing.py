@@ -13,7 +13,7 @@ import pytest
 
 import kopf
 from kopf._cogs.structs import bodies
-from kopf._core.engines import daemons, stoppers
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.intents import handlers
 from kopf._core.reactor import inventory, pausing
 

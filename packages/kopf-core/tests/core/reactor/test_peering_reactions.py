@@ -15,7 +15,7 @@ import pytest
 from kopf._cogs.clients.errors import APINotFoundError
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.references import Resource
-from kopf._core.engines import peering
+from kopf._core.engines.coordination import peering
 
 TARGET = peering.PeeringTarget(resource=peering.NAMESPACED_PEERINGS[0], namespace='ns', name='default')
 

@@ -14,7 +14,8 @@ import pytest
 
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import shards
-from kopf._core.engines import indexing, leases, membership, sharding
+from kopf._core.engines import indexing
+from kopf._core.engines.coordination import leases, membership, sharding
 from kopf._core.reactor import inventory, options
 from kopf._core.reactor import sharding as reactor_sharding
 

@@ -21,7 +21,8 @@ from kopf._cogs.structs import bodies, diffs, patches, references
 from kopf._core.actions import application, execution, lifecycles, loggers, progression, remembering, subhandling
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.actions.results import store_result
-from kopf._core.engines import daemons, indexing, stoppers
+from kopf._core.engines import indexing
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.intents import causes, handlers, matching, registries
 from kopf._core.reactor import inventory
 

@@ -19,7 +19,7 @@ from typing import Callable, Collection, Dict, List, Optional, Tuple
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references
-from kopf._core.engines import leadership, leases, peering
+from kopf._core.engines.coordination import leadership, leases, peering
 from kopf._core.reactor import options, watching
 
 logger = logging.getLogger('kopf.reactor.peering')

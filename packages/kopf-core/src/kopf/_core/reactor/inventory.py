@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from kopf._cogs.structs import bodies
 from kopf._core.actions import remembering
-from kopf._core.engines import daemons as daemons_
+from kopf._core.engines.background import daemons as daemons_
 
 
 @dataclasses.dataclass

@@ -21,7 +21,8 @@ from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, references
 from kopf._cogs.structs import shards as shards_
-from kopf._core.engines import indexing, probing
+from kopf._core.engines import indexing
+from kopf._core.engines.endpoints import probing
 from kopf._core.reactor import observation, processing, queueing, sharding, watching
 
 logger = logging.getLogger('kopf.reactor.orchestration')

@@ -17,7 +17,7 @@ import asyncio
 from typing import Callable, Optional
 
 from kopf._cogs.aiokits import aiowaiting
-from kopf._core.engines import daemons, stoppers
+from kopf._core.engines.background import daemons, stoppers
 from kopf._core.reactor import inventory
 
 # How often the daemons spawned by the finishing cycles are stopped again while the operator is paused.

@@ -22,21 +22,12 @@ from kopf._cogs.clients import drivers, protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import credentials, ephemera
 from kopf._core.actions import lifecycles
-from kopf._core.engines import (
-    activities,
-    daemons,
-    indexing,
-    leadership,
-    leases,
-    metricserving,
-    peering,
-    posters,
-    posting,
-    probing,
-    sharders,
-    stoppers,
-    webhookserving,
-)
+from kopf._core.engines import activities, indexing
+from kopf._core.engines.background import daemons, stoppers
+from kopf._core.engines.coordination import leadership, leases, peering, sharders
+from kopf._core.engines.endpoints import metricserving, probing
+from kopf._core.engines.events import posters, posting
+from kopf._core.engines.webhooks import webhookserving
 from kopf._core.intents import handlers, registries
 from kopf._core.reactor import (
     collecting,

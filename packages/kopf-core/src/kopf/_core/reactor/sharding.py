@@ -20,7 +20,9 @@ from typing import Callable, Collection, Optional, Tuple
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references, shards
-from kopf._core.engines import daemons, indexing, leadership, leases, membership, sharders, sharding, stoppers
+from kopf._core.engines import indexing
+from kopf._core.engines.background import daemons, stoppers
+from kopf._core.engines.coordination import leadership, leases, membership, sharders, sharding
 from kopf._core.reactor import inventory, options
 
 logger = logging.getLogger('kopf.reactor.sharding')

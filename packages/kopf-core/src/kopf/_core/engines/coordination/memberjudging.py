@@ -42,7 +42,7 @@ import datetime
 import logging
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from kopf._core.engines import leases, sharding
+from kopf._core.engines.coordination import leases, sharding
 
 logger = logging.getLogger('kopf.engines.memberjudging')
 

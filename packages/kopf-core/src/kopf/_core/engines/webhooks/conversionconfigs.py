@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Sequence, Set
 
 from kopf._cogs.clients import errors, protocols
 from kopf._cogs.structs import references, reviews
-from kopf._core.engines import webhookconfigs
+from kopf._core.engines.webhooks import webhookconfigs
 from kopf._core.intents import conversions
 
 logger = logging.getLogger('kopf.engines.conversionconfigs')

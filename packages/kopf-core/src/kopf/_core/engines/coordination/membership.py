@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
 from kopf._cogs.structs import shards
-from kopf._core.engines import leases, leasewatching, memberjudging, sharding
+from kopf._core.engines.coordination import leases, leasewatching, memberjudging, sharding
 
 logger = logging.getLogger('kopf.engines.membership')
 

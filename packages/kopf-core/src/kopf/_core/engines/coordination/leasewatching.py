@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import protocols
-from kopf._core.engines import leases
+from kopf._core.engines.coordination import leases
 
 logger = logging.getLogger('kopf.engines.leasewatching')
 

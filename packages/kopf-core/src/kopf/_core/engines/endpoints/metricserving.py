@@ -23,7 +23,7 @@ import importlib.metadata
 import logging
 from typing import List, Optional, Protocol, Tuple
 
-from kopf._core.engines import metricsrendering, probeserver, probing
+from kopf._core.engines.endpoints import metricsrendering, probeserver, probing
 
 logger = logging.getLogger('kopf.engines.metricserving')
 

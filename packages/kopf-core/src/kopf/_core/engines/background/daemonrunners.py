@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from kopf._cogs.structs import hierarchies, patches
 from kopf._core.actions import execution, invocation, progression, results
-from kopf._core.engines import stoppers
+from kopf._core.engines.background import stoppers
 from kopf._core.intents import handlers
 
 if TYPE_CHECKING:
-    from kopf._core.engines.daemons import DaemonContext, DaemonsMemory
+    from kopf._core.engines.background.daemons import DaemonContext, DaemonsMemory
 
 
 def now() -> float:

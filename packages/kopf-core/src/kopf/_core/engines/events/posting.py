@@ -41,7 +41,7 @@ from kopf._core.engines import retrying
 # rather than letting the queue (and the memory) grow without a bound.
 QUEUE_LIMIT = 1000
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger('kopf._core.engines.posting')  # the name its log lines have always had
 
 EVENTS = references.Resource('', 'v1', 'events', kind='Event', namespaced=True)
 

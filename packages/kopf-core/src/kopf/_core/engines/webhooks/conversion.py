@@ -5,7 +5,7 @@ The webhook returns every object of a review converted to the desired version,
 in the same order, or a failure with a message (which ``kubectl`` shows). One
 failed object fails the whole review, as Kubernetes uses all of the objects or
 none. The review's structure is checked and the response built in
-:mod:`~kopf._core.engines.conversionreviews`.
+:mod:`~kopf._core.engines.webhooks.conversionreviews`.
 
 A review does not name the resource, only the objects' ``apiVersion`` and
 ``kind``: the resource is found among the discovered ones by its group and
@@ -19,7 +19,7 @@ review are all called in one hop to a worker thread, the result is checked
 for JSON in one go, and the log gets one line per review, not per object.
 
 Only the transport-independent part is here: malformed reviews raise
-:class:`~kopf._core.engines.admission.MalformedReviewError` (a ``ValueError``),
+:class:`~kopf._core.engines.webhooks.admission.MalformedReviewError` (a ``ValueError``),
 which servers answer with ``400 Bad Request``; the functions' failures are
 ``Failure`` results, not errors.
 """
@@ -37,7 +37,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequ
 from kopf._cogs.structs import bodies, references, reviews
 from kopf._core.actions import errors, invocation, loggers
 from kopf._core.actions import kwargs as actions_kwargs
-from kopf._core.engines import admission, conversionreviews
+from kopf._core.engines.webhooks import admission, conversionreviews
 from kopf._core.intents import conversions
 
 logger = logging.getLogger('kopf.engines.conversion')

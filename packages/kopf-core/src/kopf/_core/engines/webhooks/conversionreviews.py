@@ -7,7 +7,7 @@ the objects of a CRD and the version they want them in
 same order, with the review's ``uid`` echoed, or a failure with a message
 (which ``kubectl`` shows).
 
-A malformed review raises :class:`~kopf._core.engines.admission.MalformedReviewError`
+A malformed review raises :class:`~kopf._core.engines.webhooks.admission.MalformedReviewError`
 (a ``ValueError``, which the servers answer with ``400 Bad Request``). A review of
 more than :data:`MAX_OBJECTS` objects is well-formed but refused as a whole with
 :class:`TooManyObjectsError`, which becomes a failed review naming the limit.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, cast
 
-from kopf._core.engines import admission
+from kopf._core.engines.webhooks import admission
 
 # The most objects converted in one review. Real objects (200+ bytes of metadata each) fit ~40,000
 # at most into a webhook server's body limit (8 MiB); at ~25 µs of the framework's own CPU per object

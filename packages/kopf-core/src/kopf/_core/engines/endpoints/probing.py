@@ -37,7 +37,8 @@ import urllib.parse
 from typing import Any, Callable, Collection, Hashable, Mapping, Optional, Set, Tuple, Type
 
 from kopf._cogs.configs import configuration
-from kopf._core.engines import activities, probeserver
+from kopf._core.engines import activities
+from kopf._core.engines.endpoints import probeserver
 from kopf._core.intents import handlers, registries
 
 logger = logging.getLogger('kopf.engines.probing')

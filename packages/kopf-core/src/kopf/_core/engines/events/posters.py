@@ -15,9 +15,10 @@ from typing import Any, Dict, Hashable, Mapping, Set
 
 from kopf._cogs.clients import errors, protocols
 from kopf._cogs.configs import configuration
-from kopf._core.engines import posting, retrying
+from kopf._core.engines import retrying
+from kopf._core.engines.events import posting
 
-logger = logging.getLogger('kopf._core.engines.posting')  # the same logger as before the split: its lines stay
+logger = logging.getLogger('kopf._core.engines.posting')  # the same logger as posting's: its lines stay as they were
 
 
 def build_event_body(event: posting.K8sEvent, *, settings: configuration.OperatorSettings) -> Dict[str, Any]:

@@ -3,7 +3,7 @@ Serving the admission handlers: the operator's side of ``settings.admission``.
 
 When admission handlers exist, the operator runs ``settings.admission.server``
 (a server or tunnel of kopf-webhooks, or the operator's own) with the
-framework's :class:`~kopf._core.engines.admission.AdmissionFn`. Each client
+framework's :class:`~kopf._core.engines.webhooks.admission.AdmissionFn`. Each client
 config the server yields goes into the managed webhook configurations, if
 ``settings.admission.managed`` is set. The server holds the control while it
 serves; if it exits by itself, the operator exits too, as the manual says.
@@ -11,7 +11,7 @@ serves; if it exits by itself, the operator exits too, as the manual says.
 The same server serves the conversion functions (``@kopf.on.convert``): the
 reviews are told apart by their kind, and with ``settings.admission.managed``,
 the served CRDs' ``spec.conversion`` point at the server (see
-:mod:`~kopf._core.engines.conversionconfigs`).
+:mod:`~kopf._core.engines.webhooks.conversionconfigs`).
 
 The setup is checked before the operator makes any API request, so that a
 missing server or package is one clear message rather than a failure later.
@@ -27,7 +27,7 @@ from typing import Any, AsyncGenerator, AsyncIterator, Callable, Dict, Mapping, 
 from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.structs import references, reviews
-from kopf._core.engines import admission, conversion, conversionconfigs, webhookconfigs
+from kopf._core.engines.webhooks import admission, conversion, conversionconfigs, webhookconfigs
 from kopf._core.intents import registries
 
 logger = logging.getLogger('kopf.engines.webhookserving')

@@ -25,7 +25,7 @@ from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import bodies, patches, references
 from kopf._core.actions import application, loggers, progression
 from kopf._core.actions import kwargs as kwargs_
-from kopf._core.engines import daemonrunners, stoppers
+from kopf._core.engines.background import daemonrunners, stoppers
 from kopf._core.intents import causes, handlers
 
 logger = logging.getLogger('kopf.engines.daemons')

@@ -35,7 +35,7 @@ from typing import Awaitable, Callable, List, Optional, Tuple
 from kopf._cogs.aiokits import aiowaiting
 from kopf._cogs.clients import errors as apierrors
 from kopf._cogs.clients import scheduling
-from kopf._core.engines import leases, membership, sharding
+from kopf._core.engines.coordination import leases, membership, sharding
 
 logger = logging.getLogger('kopf.engines.sharders')
 

@@ -33,7 +33,7 @@ from kopf._cogs.clients import protocols
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import instruments
 from kopf._cogs.structs import references
-from kopf._core.engines import leases, leasewatching
+from kopf._core.engines.coordination import leases, leasewatching
 
 logger = logging.getLogger('kopf.engines.leadership')
 

@@ -1,0 +1,1 @@
+"""Daemons and timers: spawned per object, stopped in stages."""

@@ -1,0 +1,1 @@
+"""Coordination of replicas: peering, leader election, sharding, and the Leases behind them."""

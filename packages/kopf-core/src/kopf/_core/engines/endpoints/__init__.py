@@ -1,0 +1,1 @@
+"""The operator's own HTTP endpoints: the health probes and the metrics."""

@@ -1,0 +1,1 @@
+"""Admission and conversion webhooks: the reviews, their servers, and their configurations."""
