@@ -16,8 +16,9 @@ from kopf._cogs.helpers.typedefs import RawEvent
 from kopf._cogs.structs.references import Resource
 from kopf._core.engines.indexing import IndexingReadiness, OperatorIndex, OperatorIndexers
 from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor.cycles import ProcessingContext
 from kopf._core.reactor.inventory import ObjectMemories
-from kopf._core.reactor.processing import ProcessingContext, index_resource_event
+from kopf._core.reactor.processing import index_resource_event
 
 RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 

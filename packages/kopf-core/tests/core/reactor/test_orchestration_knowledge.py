@@ -15,7 +15,7 @@ from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import references, shards
 from kopf._core.engines.coordination import sharding
 from kopf._core.reactor import orchestration, queueing, watching
-from kopf._core.reactor.processing import CycleResult
+from kopf._core.reactor.cycles import CycleResult
 
 RESOURCE = references.Resource('kopf.dev', 'v1', 'kopfexamples', namespaced=True)
 

@@ -22,8 +22,9 @@ from kopf._cogs.structs.patches import apply_merge_patch
 from kopf._cogs.structs.references import Namespace, Resource
 from kopf._core.engines.indexing import OperatorIndexers
 from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor.cycles import CycleResult, ProcessingContext
 from kopf._core.reactor.inventory import ObjectMemories
-from kopf._core.reactor.processing import CycleResult, ProcessingContext, process_resource_event
+from kopf._core.reactor.processing import process_resource_event
 
 RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'

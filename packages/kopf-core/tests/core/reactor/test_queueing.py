@@ -13,7 +13,7 @@ import pytest
 from kopf import clients
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers.typedefs import RawBody, RawEvent
-from kopf._core.reactor.processing import CycleResult
+from kopf._core.reactor.cycles import CycleResult
 from kopf._core.reactor.queueing import watcher
 
 

@@ -12,7 +12,7 @@ import pytest
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import typedefs
 from kopf._core.reactor import queueing
-from kopf._core.reactor.processing import CycleResult
+from kopf._core.reactor.cycles import CycleResult
 
 
 def event(uid: str) -> typedefs.RawEvent:

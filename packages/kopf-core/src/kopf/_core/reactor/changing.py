@@ -14,37 +14,15 @@ import dataclasses
 import logging
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from kopf._cogs.clients import protocols
-from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, patches, references
-from kopf._core.actions import application, execution, lifecycles, loggers, progression, remembering, subhandling
+from kopf._core.actions import application, execution, loggers, progression, remembering, subhandling
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.actions.results import store_result
-from kopf._core.engines import indexing
 from kopf._core.engines.background import daemons, stoppers
-from kopf._core.intents import causes, handlers, matching, registries
+from kopf._core.intents import causes, handlers, matching
 from kopf._core.reactor import inventory
-
-
-@dataclasses.dataclass(frozen=True)
-class ProcessingContext:
-    """What is shared by all cycles of all objects of one operator."""
-    registry: registries.OperatorRegistry
-    settings: configuration.OperatorSettings
-    client: protocols.ApiClient
-    memories: inventory.ObjectMemories
-    memo: Any
-    indexers: indexing.OperatorIndexers
-    lifecycle: Optional[lifecycles.LifeCycleFn] = None  # None is the default lifecycle (at each cycle)
-
-
-@dataclasses.dataclass(frozen=True)
-class CycleResult:
-    """When to come back, and which version of the object our own patch produced."""
-    delay: Optional[float] = None
-    patched_body: Optional[typedefs.RawBody] = None
-
+from kopf._core.reactor.cycles import CycleResult, ProcessingContext
 
 # How often to check if the daemons of a deleted object have exited (to release it).
 DAEMONS_POLLING_INTERVAL = 1.0

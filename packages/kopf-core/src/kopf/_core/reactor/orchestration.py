@@ -23,7 +23,7 @@ from kopf._cogs.structs import bodies, references
 from kopf._cogs.structs import shards as shards_
 from kopf._core.engines import indexing
 from kopf._core.engines.endpoints import probing
-from kopf._core.reactor import observation, processing, queueing, sharding, watching
+from kopf._core.reactor import cycles, observation, processing, queueing, sharding, watching
 
 logger = logging.getLogger('kopf.reactor.orchestration')
 
@@ -32,7 +32,7 @@ StreamKey = Tuple[references.Resource, references.Namespace]
 
 async def orchestrator(
         *,
-        context: processing.ProcessingContext,
+        context: cycles.ProcessingContext,
         settings: configuration.OperatorSettings,
         insights: observation.Insights,
         readiness: indexing.IndexingReadiness,
@@ -118,7 +118,7 @@ def _wanted(
 def _expect_listings(
         wanted: Set[StreamKey],
         *,
-        context: processing.ProcessingContext,
+        context: cycles.ProcessingContext,
         readiness: indexing.IndexingReadiness,
         listing: probing.ListingReadiness,
 ) -> None:
@@ -181,7 +181,7 @@ async def _serve_persistently(serve: Callable[[], Awaitable[None]], key: StreamK
 
 async def _serve(
         *,
-        context: processing.ProcessingContext,
+        context: cycles.ProcessingContext,
         settings: configuration.OperatorSettings,
         resource: references.Resource,
         namespace: references.Namespace,
@@ -192,7 +192,7 @@ async def _serve(
         admitted: Optional[queueing.Admission] = None,
         knowledge: Optional[_Knowledge] = None,
 ) -> None:
-    async def process(raw_event: typedefs.RawEvent) -> processing.CycleResult:
+    async def process(raw_event: typedefs.RawEvent) -> cycles.CycleResult:
         return await processing.process_resource_event(context=context, resource=resource, raw_event=raw_event)
 
     async def index(raw_event: typedefs.RawEvent) -> None:

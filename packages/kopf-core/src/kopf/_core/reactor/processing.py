@@ -20,8 +20,7 @@ from kopf._core.actions import application, execution, invocation, loggers
 from kopf._core.actions import kwargs as kwargs_
 from kopf._core.intents import causes, matching
 from kopf._core.reactor.changing import ChangeCycle
-from kopf._core.reactor.changing import CycleResult as CycleResult
-from kopf._core.reactor.changing import ProcessingContext as ProcessingContext
+from kopf._core.reactor.cycles import CycleResult, ProcessingContext
 
 
 async def process_resource_event(

@@ -33,11 +33,11 @@ from kopf._cogs.clients import scheduling
 from kopf._cogs.configs import configuration
 from kopf._cogs.helpers import instruments, typedefs
 from kopf._cogs.structs import bodies
-from kopf._core.reactor import processing, throttling
+from kopf._core.reactor import cycles, throttling
 
 logger = logging.getLogger('kopf.reactor.queueing')
 
-Processor = Callable[[typedefs.RawEvent], Awaitable[processing.CycleResult]]
+Processor = Callable[[typedefs.RawEvent], Awaitable[cycles.CycleResult]]
 Admission = Callable[[], bool]  # whether this operator may still start cycles for the stream's objects
 
 

@@ -32,13 +32,13 @@ from kopf._core.intents import handlers, registries
 from kopf._core.reactor import (
     collecting,
     coordination,
+    cycles,
     exiting,
     inventory,
     observation,
     options,
     orchestration,
     pausing,
-    processing,
     sharding,
     signalling,
 )
@@ -254,7 +254,7 @@ class _OperatorRun:
             election: Optional[Tuple[leases.LeaseRef, leases.LeaseTimings]] = None,
             shard_lease: Optional[Tuple[leases.LeaseRef, str]] = None,
     ) -> List[asyncio.Task[Any]]:
-        context = processing.ProcessingContext(
+        context = cycles.ProcessingContext(
             registry=self.registry, settings=self.settings, client=client,
             memories=self.memories, memo=self.memo, indexers=self.indexers, lifecycle=self.lifecycle)
         readiness = indexing.IndexingReadiness(self.indexers)
