@@ -46,9 +46,9 @@ class _NotAdmitted(Exception):
 
 
 @dataclasses.dataclass
-class _Stream:
+class _Inbox:
     """
-    The newest unprocessed event of one object, and the worker that processes it.
+    One object's inbox: its newest unprocessed event, and the worker that processes it.
 
     Only the newest event matters, so a newer one replaces an older one at once:
     no queue of events, and no wake-up of the worker for every event of a burst.
@@ -110,41 +110,41 @@ async def watcher(
     the objects that were in flux (a worker, or an event in hand): their state is
     not to be taken as processed by whoever continues the stream.
     """
-    streams: Dict[str, _Stream] = {}
+    inboxes: Dict[str, _Inbox] = {}
     loop = asyncio.get_running_loop()
-    unsource = instruments.OBJECTS_WAITING.add_source((resource,), lambda: _count_waiting(streams))
+    unsource = instruments.OBJECTS_WAITING.add_source((resource,), lambda: _count_waiting(inboxes))
     in_hand: Optional[str] = None  # received, not yet given to a worker (e.g. while indexing it)
     try:
         async for raw_event in events:
             key = in_hand = bodies.object_key(raw_event.get('object', {}))
             if preprocessor is not None:
                 await preprocessor(raw_event)
-            stream = streams.get(key)
-            if stream is None:
-                stream = streams[key] = _Stream()
-            stream.put(raw_event, now=loop.time())
-            if stream.task is None or stream.task.done():
-                stream.task = asyncio.create_task(
-                    _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter,
+            inbox = inboxes.get(key)
+            if inbox is None:
+                inbox = inboxes[key] = _Inbox()
+            inbox.put(raw_event, now=loop.time())
+            if inbox.task is None or inbox.task.done():
+                inbox.task = asyncio.create_task(
+                    _worker(key=key, inboxes=inboxes, processor=processor, settings=settings, limiter=limiter,
                             resource=resource, admitted=admitted),
                     name=f'worker for {key}')
             in_hand = None
     finally:
         unsource()
         if unsettled is not None:
-            unsettled.update(streams)
+            unsettled.update(inboxes)
             if in_hand is not None:
                 unsettled.add(in_hand)
-        await _stop_workers(streams.values(), timeout=settings.queueing.exit_timeout)
+        await _stop_workers(inboxes.values(), timeout=settings.queueing.exit_timeout)
 
 
-def _count_waiting(streams: Dict[str, _Stream]) -> float:
+def _count_waiting(inboxes: Dict[str, _Inbox]) -> float:
     """The objects with an event not yet taken by their worker (read at the metrics' snapshots only)."""
-    return sum(1 for stream in streams.copy().values() if stream.latest is not None)
+    return sum(1 for inbox in inboxes.copy().values() if inbox.latest is not None)
 
 
-async def _stop_workers(streams: Iterable[_Stream], *, timeout: Optional[float]) -> None:
-    tasks = [stream.task for stream in streams if stream.task is not None and not stream.task.done()]
+async def _stop_workers(inboxes: Iterable[_Inbox], *, timeout: Optional[float]) -> None:
+    tasks = [inbox.task for inbox in inboxes if inbox.task is not None and not inbox.task.done()]
     if not tasks:
         return
     _, pending = await asyncio.wait(tasks, timeout=timeout)
@@ -206,7 +206,7 @@ class _WorkerState:
 async def _worker(
         *,
         key: str,
-        streams: Dict[str, _Stream],
+        inboxes: Dict[str, _Inbox],
         processor: Processor,
         settings: configuration.OperatorSettings,
         limiter: Optional[asyncio.Semaphore],
@@ -214,16 +214,16 @@ async def _worker(
         admitted: Optional[Admission] = None,
 ) -> None:
     """Process one object's events, one cycle at a time, until it has nothing to do (or may not)."""
-    stream = streams[key]
+    inbox = inboxes[key]
     state = _WorkerState(throttler=throttling.ErrorThrottler(settings.queueing.error_delays),
                          processed_at=asyncio.get_running_loop().time())
     try:
         while True:
-            event = await _next_event(stream, state, settings)
+            event = await _next_event(inbox, state, settings)
             if event is None:
                 # Idle: the object has nothing to do. No await between this check and the
-                # removal (in `finally`), so the watcher cannot put an event into a dying stream.
-                if stream.latest is None:
+                # removal (in `finally`), so the watcher cannot put an event into a dying inbox.
+                if inbox.latest is None:
                     return
                 continue
             try:
@@ -231,19 +231,19 @@ async def _worker(
                                            settings=settings, resource=resource, admitted=admitted)
             except _NotAdmitted:
                 logger.debug(f"Not processing {key} anymore: this operator does not serve it now.")
-                stream.take()  # the backlog is the next owner's (or ours again, from a new listing)
+                inbox.take()  # the backlog is the next owner's (or ours again, from a new listing)
                 return
-            if settled and stream.latest is None:
+            if settled and inbox.latest is None:
                 # Nothing to wait for (no own patch to see back, no delayed handlers): free the
                 # memory now instead of lingering, e.g. after the initial listing of many objects.
                 return
     finally:
-        if streams.get(key) is stream and stream.latest is None:
-            del streams[key]
+        if inboxes.get(key) is inbox and inbox.latest is None:
+            del inboxes[key]
 
 
 async def _next_event(
-        stream: _Stream,
+        inbox: _Inbox,
         state: _WorkerState,
         settings: configuration.OperatorSettings,
 ) -> Optional[typedefs.RawEvent]:
@@ -260,7 +260,7 @@ async def _next_event(
         timeout = state.delay if state.delay is not None else settings.queueing.idle_timeout
         timeout = state.own_patch.limit(timeout, now=loop.time())
         waited_since = loop.time()
-        if not await stream.wait(timeout):
+        if not await inbox.wait(timeout):
             if state.own_patch.is_overdue(now=loop.time()):
                 # The patched version has not come in time: the API is inconsistent or slow.
                 stale = state.own_patch.give_up()
@@ -274,10 +274,10 @@ async def _next_event(
             if state.delay is None or state.latest is None:
                 return None
             return state.latest  # the handlers' delay is over: process the latest known state again
-        await _batch(stream, window=settings.queueing.batch_window)
-        event = stream.take()
+        await _batch(inbox, window=settings.queueing.batch_window)
+        event = inbox.take()
         if event is not None and not state.own_patch.skips(event, now=loop.time()):
-            state.changed = stream.since
+            state.changed = inbox.since
             return event
 
 
@@ -329,12 +329,12 @@ async def _run_cycle(
     return result.delay is None
 
 
-async def _batch(stream: _Stream, *, window: float) -> None:
+async def _batch(inbox: _Inbox, *, window: float) -> None:
     """Let the events that arrive within the batching window after the latest one replace it."""
     loop = asyncio.get_running_loop()
     # Sleeping until the window's end, not waiting for an event: the newer events only move
     # the end further, and waking the worker up for each event of a burst is what this avoids.
-    while (remaining := stream.arrived + window - loop.time()) > 0:  # noqa: ASYNC110
+    while (remaining := inbox.arrived + window - loop.time()) > 0:  # noqa: ASYNC110
         await asyncio.sleep(remaining)
 
 
