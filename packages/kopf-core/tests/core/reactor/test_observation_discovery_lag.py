@@ -154,3 +154,16 @@ async def test_any_name_of_the_crd_counts(name: str) -> None:
     assert client.scans == 2
     scanned: List[references.Resource] = sorted(insights.resources, key=repr)
     assert scanned == [EXAMPLES]
+
+
+async def test_a_crd_is_kept_without_its_schemas_and_still_waited_for() -> None:
+    schema = {'openAPIV3Schema': {'type': 'object', 'properties': {'spec': {'type': 'object'}}}}
+    crd: Dict[str, Any] = {**CRD, 'spec': {**CRD['spec'], 'versions': [{'name': 'v1', 'served': True,
+                                                                         'schema': schema}]}}
+    insights = observation.Insights()
+    observation._remember_crd(insights, None, crd)
+    kept = insights.crds['kopfexamples.kopf.dev']
+    assert 'schema' not in kept['spec']['versions'][0]
+    client = LaggingDiscovery(EXAMPLES, lag=1)
+    await outwait(client, registry_for('kopfexamples'), insights, dict(kept))
+    assert insights.resources == {EXAMPLES}

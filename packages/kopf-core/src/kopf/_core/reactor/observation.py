@@ -204,8 +204,21 @@ def _remember_crd(insights: Insights, event_type: Optional[str], crd: Mapping[st
         if event_type == 'DELETED':
             insights.crds.pop(name, None)
         else:
-            insights.crds[name] = crd
+            insights.crds[name] = _compact(crd)
         insights.crds_changed.set()
+
+
+def _compact(crd: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Only what the catch-up reads: a CRD's schemas can be hundreds of KiB, and every CRD is kept."""
+    metadata, spec, status = crd.get('metadata', {}), crd.get('spec', {}), crd.get('status') or {}
+    return {
+        'metadata': {key: metadata[key] for key in ('name', 'deletionTimestamp') if key in metadata},
+        'spec': {'group': spec.get('group', ''), 'names': spec.get('names', {}),
+                 'versions': [{'name': v.get('name', ''), 'served': v.get('served')}
+                              for v in spec.get('versions') or ()]},
+        'status': {'conditions': [{'type': c.get('type'), 'status': c.get('status')}
+                                  for c in status.get('conditions') or ()]},
+    }
 
 
 async def _catch_up_with_discovery(
