@@ -8,13 +8,14 @@ Nothing is mocked; the memory of a whole operator under a flood is measured in
 ``integration/test_security_health.py``.
 """
 import asyncio
+import contextlib
 import logging
 from typing import AsyncIterator, List, Optional, Tuple
 
 import pytest
 
 import kopf
-from kopf._core.engines.endpoints import probing
+from kopf._core.engines.endpoints import probeserver, probing
 
 HEAD_LIMIT = 8192  # what the issue asks for; the tests do not read the module's constants on purpose
 HEAD_TIMEOUT = 2.0
@@ -23,14 +24,22 @@ CONNECTION_LIMIT = 256
 
 @pytest.fixture()
 async def port() -> AsyncIterator[int]:
+    async with serving(probeserver.Limits()) as bound_port:
+        yield bound_port
+
+
+@contextlib.asynccontextmanager
+async def serving(limits: probeserver.Limits) -> AsyncIterator[int]:
     bound: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(probing.health_reporter(
         probing.parse_endpoint('http://127.0.0.1:0/healthz'), registry=kopf.OperatorRegistry(),
         settings=kopf.OperatorSettings(), memo=kopf.Memo(), extra_kwargs=dict, listing=probing.ListingReadiness(),
-        stopping=asyncio.Event(), bound=bound))
-    yield await bound
-    task.cancel()
-    await asyncio.wait([task])
+        stopping=asyncio.Event(), bound=bound, limits=limits))
+    try:
+        yield await bound
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
 
 
 async def exchange(port: int, raw: bytes, *, timeout: float = 5) -> Optional[int]:
@@ -119,15 +128,24 @@ async def test_a_silent_connection_is_cut_off_after_two_seconds(port: int) -> No
     writer.close()
 
 
-async def test_connections_over_the_limit_push_out_the_oldest_incomplete_ones(port: int) -> None:
+@pytest.fixture()
+async def patient_port() -> AsyncIterator[int]:
+    """The production limits, but a head timeout longer than the test: only the connection limit closes."""
+    async with serving(probeserver.Limits(head_timeout=60)) as bound_port:
+        yield bound_port
+
+
+async def test_connections_over_the_limit_push_out_the_oldest_incomplete_ones(patient_port: int) -> None:
+    # Opening 300 connections can take longer than the 2 s head timeout on a loaded machine: with it,
+    # the newest would be closed by their timeout, not by the limit that this test is about.
+    port = patient_port
     connections: List[Tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     for _ in range(CONNECTION_LIMIT + 44):
         reader, writer = await asyncio.open_connection('127.0.0.1', port)
         writer.write(b'GET /healthz HTTP/1.1\r\n')  # never ends
         connections.append((reader, writer))
     try:
-        assert await exchange(port, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', timeout=1) == 200
-        # The newest first: checked later, they could reach their head timeout on a slow machine.
+        assert await exchange(port, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', timeout=10) == 200
         newest = [await closed_by_server(reader, timeout=0.01) for reader, _ in connections[-100:]]
         oldest = [await closed_by_server(reader, timeout=1) for reader, _ in connections[:44]]
         assert oldest == [True] * 44

@@ -154,6 +154,24 @@ async def test_unexpected_errors_are_throttled_and_logged(caplog: pytest.LogCapt
 
 
 @pytest.mark.looptime
+async def test_a_success_starts_the_error_delays_from_their_beginning() -> None:
+    # error (5 s), error (7 s), success with a handlers' delay (1 s), error: 5 s again, not 7.
+    outcomes: List[Optional[Exception]] = [ValueError('boom'), ValueError('boom'), None, ValueError('boom'), None]
+
+    def answer(_: RawEvent) -> CycleResult:
+        error = outcomes.pop(0)
+        if error is not None:
+            raise error
+        return CycleResult(delay=1) if outcomes else CycleResult()
+
+    settings = OperatorSettings()
+    settings.queueing.error_delays = [5, 7]
+    processor = FakeProcessor(answer)
+    await run_watcher(stream(event('a', 1)), processor, until=100, settings=settings)
+    assert [round(time, 1) for time, _, _ in processor.calls] == [0.0, 5.0, 12.0, 13.0, 18.0]
+
+
+@pytest.mark.looptime
 async def test_an_idle_worker_exits_and_a_new_one_starts_for_new_events() -> None:
     processor = FakeProcessor(lambda _: CycleResult(delay=1) if not processor.calls[1:] else CycleResult())
     await run_watcher(stream(event('a', 1), 50, event('a', 2)), processor, until=100)

@@ -6,20 +6,5 @@ def test_the_delays_follow_the_sequence_and_repeat_the_last_one_when_exhausted()
     assert [throttler.next_delay() for _ in range(5)] == [1, 2, 3, 3, 3]
 
 
-def test_a_success_starts_the_sequence_from_its_beginning() -> None:
-    throttler = ErrorThrottler([1, 2, 3])
-    throttler.next_delay()
-    throttler.next_delay()
-    throttler.reset()
-    assert [throttler.next_delay() for _ in range(4)] == [1, 2, 3, 3]
-
-
-def test_a_success_after_the_exhaustion_starts_the_sequence_from_its_beginning() -> None:
-    throttler = ErrorThrottler([1, 2])
-    assert [throttler.next_delay() for _ in range(3)] == [1, 2, 2]
-    throttler.reset()
-    assert throttler.next_delay() == 1
-
-
 def test_no_delays_configured_means_none() -> None:
     assert ErrorThrottler([]).next_delay() is None

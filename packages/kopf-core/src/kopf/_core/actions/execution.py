@@ -60,9 +60,7 @@ async def execute_handlers_once(
 ) -> Mapping[handlers.HandlerId, progression.HandlerOutcome]:
     """Run the handlers that are due now (not finished, not delayed) and chosen by the lifecycle, each once."""
     outcomes: Dict[handlers.HandlerId, progression.HandlerOutcome] = {}
-    now = progression.utcnow()
-    state = state.with_purpose(state.purpose, handlers_)  # the lifecycle sees every handler's state
-    due = [handler for handler in handlers_ if state[handler.id].is_awakened(now)]
+    state, due = state.due(handlers_)  # the lifecycle sees every handler's state, not only the due ones
     for handler in lifecycles.plan(context.lifecycle, due, state=state):
         outcomes[handler.id] = await execute_handler_once(
             handler=handler, state=state[handler.id], context=context, default_errors=default_errors)

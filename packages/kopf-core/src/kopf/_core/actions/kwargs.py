@@ -55,8 +55,15 @@ def build_changing_kwargs(
         *,
         handler: Optional[handlers.BaseHandler] = None,
         state: Optional[progression.HandlerState] = None,
+        base: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    kwargs = build_resource_kwargs(cause)
+    """
+    The kwargs of a change's handler (or, without a handler, of the change's filters).
+
+    ``base`` is what :func:`build_resource_kwargs` gives for the same object in the
+    same cycle, if already built: the object's parts are then not read again.
+    """
+    kwargs = dict(base) if base is not None else build_resource_kwargs(cause)
     diff, old, new = cause.diff, cause.old, cause.new
     if handler is not None and isinstance(handler, handlers.ResourceHandler) and handler.field:
         diff = diffs.reduce(cause.diff, handler.field)
@@ -74,6 +81,16 @@ def build_changing_kwargs(
     return kwargs
 
 
+def build_changing_handler_kwargs(
+        cause: causes.ChangingCause,
+        base: Mapping[str, Any],
+        handler: handlers.BaseHandler,
+        state: progression.HandlerState,
+) -> Dict[str, Any]:
+    """The kwargs of one change handler's attempt, from the object's kwargs of the cycle (``base``)."""
+    return build_changing_kwargs(cause, handler=handler, state=state, base=base)
+
+
 def build_handler_kwargs(
         base: Mapping[str, Any],
         handler: handlers.BaseHandler,
@@ -85,14 +102,14 @@ def build_handler_kwargs(
 
 def build_attempt_kwargs(state: Optional[progression.HandlerState]) -> Dict[str, Any]:
     """``retry``, ``started``, ``runtime`` of a handler's attempt (the first one if no state)."""
+    now = progression.utcnow()
     if state is None:
-        now = progression.utcnow().replace(tzinfo=None)
-        return dict(retry=0, started=now, runtime=datetime.timedelta(0))
+        return dict(retry=0, started=now.replace(tzinfo=None), runtime=datetime.timedelta(0))
     return dict(
         retry=state.retries,
         # Naive UTC, as users compare it with datetime.utcnow()-like values.
         started=state.started.astimezone(datetime.timezone.utc).replace(tzinfo=None),
-        runtime=progression.utcnow() - state.started,
+        runtime=now - state.started,
     )
 
 

@@ -151,6 +151,10 @@ class ObjectPrefixingFormatter(logging.Formatter):
     def __init__(self, *args: Any, prefix: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
+        if not prefix and type(self).formatMessage is ObjectPrefixingFormatter.formatMessage:
+            # Without the prefix, the output is the standard formatter's: it formats each line
+            # itself, with no call into the framework for every line.
+            vars(self)['formatMessage'] = super().formatMessage
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         ref = get_object_ref(record)
@@ -241,16 +245,20 @@ class _StderrHandler(_TextStreamHandler):
     current ``sys.stderr`` would put the operator's lines into pytest's capture.
 
     Once the bound stream is closed (e.g. a runner's capture after its run), the
-    records go to the current ``sys.stderr`` instead of failing on the closed one.
+    records go to the current ``sys.stderr`` instead of failing on the closed one:
+    the failed writing is noticed (rather than the stream checked before every line),
+    and the record is written again, once, to the current ``sys.stderr``.
     """
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(self.stream, 'closed', False):
+    def handleError(self, record: logging.LogRecord) -> None:
+        if getattr(self.stream, 'closed', False) and self.stream is not sys.stderr:
             self.stream = sys.stderr  # not setStream(): it would flush the closed stream and fail
-        super().emit(record)
+            self.emit(record)
+        else:
+            super().handleError(record)
 
 
 def configure(

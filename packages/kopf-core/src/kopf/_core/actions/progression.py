@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from typing import Any, Collection, Dict, Iterable, Mapping, Optional, Sequence
+import functools
+from typing import Any, Callable, Collection, Dict, Iterable, Mapping, Optional, Sequence
 
 from kopf._cogs.configs import progress
 from kopf._cogs.structs import bodies, patches
 from kopf._core.intents import handlers
 
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+# The clock of the handlers' progress (an aware UTC time); the tests replace it to freeze the time.
+# A partial of the C function, not a function of ours: it is read several times in every cycle.
+utcnow: Callable[[], datetime.datetime] = functools.partial(datetime.datetime.now, datetime.timezone.utc)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,11 +114,23 @@ class HandlerState:
         )
 
 
-class State(Mapping[handlers.HandlerId, HandlerState]):
-    """The states of all handlers relevant to one cause of one object."""
+# Upstream Kopf touches a dummy (``kopf.zalando.org/touch-dummy``) after sleeping for the
+# delayed handlers, and removes it with its next patch. If it is stopped in between, the
+# object keeps the dummy when we take over: it is removed together with our progress
+# (``storage.touch(..., value=None)`` after storing or purging), so that it costs no
+# request of its own. Nothing is added to the patch if there is no dummy.
+
+
+class State(Dict[handlers.HandlerId, HandlerState]):
+    """
+    The states of all handlers relevant to one cause of one object, by the handlers' ids.
+
+    A dict, so that the lookups of the engine and of the lifecycles (``state[handler.id]``)
+    are the dict's own; treated as immutable: the ``with_*`` methods return new states.
+    """
 
     def __init__(self, states: Mapping[handlers.HandlerId, HandlerState], *, purpose: Optional[str] = None):
-        self._states = dict(states)
+        super().__init__(states)
         self.purpose = purpose
 
     @classmethod
@@ -137,43 +150,46 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
 
     def with_purpose(self, purpose: Optional[str], handlers_: Iterable[handlers.BaseHandler] = ()) -> State:
         """Start the missing handlers' states for this purpose (not-yet-run ones get retries=0)."""
-        states = dict(self._states)
+        states = dict(self)
         for handler in handlers_:
             if handler.id not in states:
                 states[handler.id] = HandlerState.from_scratch(purpose=purpose)
         return State(states, purpose=purpose)
 
+    def due(self, handlers_: Sequence[handlers.BaseHandler]) -> tuple[State, Sequence[handlers.BaseHandler]]:
+        """
+        The states of every given handler (the missing ones started), and those of them due now.
+
+        Due are the unfinished handlers that do not sleep (after a failure or a delay),
+        in the given order.
+        """
+        state = self.with_purpose(self.purpose, handlers_)
+        now = utcnow()
+        due = [handler for handler in handlers_ if state[handler.id].is_awakened(now)]
+        return state, due
+
     def with_outcomes(self, outcomes: Mapping[handlers.HandlerId, HandlerOutcome]) -> State:
-        states = dict(self._states)
+        states = dict(self)
         for handler_id, outcome in outcomes.items():
             state = states.get(handler_id) or HandlerState.from_scratch(purpose=self.purpose)
             states[handler_id] = state.with_outcome(outcome)
         return State(states, purpose=self.purpose)
 
     def without(self, ids: Collection[str]) -> State:
-        return State({k: v for k, v in self._states.items() if k not in ids}, purpose=self.purpose)
-
-    def __getitem__(self, key: handlers.HandlerId) -> HandlerState:
-        return self._states[key]
-
-    def __iter__(self) -> Any:
-        return iter(self._states)
-
-    def __len__(self) -> int:
-        return len(self._states)
+        return State({k: v for k, v in self.items() if k not in ids}, purpose=self.purpose)
 
     def superseding_purposes(self, purpose: str) -> Collection[str]:
         """Purposes of unfinished records that differ from the current one."""
-        return {s.purpose for s in self._states.values()
+        return {s.purpose for s in self.values()
                 if s.purpose is not None and s.purpose != purpose and not s.finished}
 
     def done_for(self, ids: Iterable[str]) -> bool:
-        states = [self._states.get(handlers.HandlerId(i)) for i in ids]
+        states = [self.get(handlers.HandlerId(i)) for i in ids]
         return all(state.finished for state in states if state is not None)
 
     def counts(self, ids: Iterable[str]) -> tuple[int, int, int]:
         """Succeeded, failed, and left-to-the-moment handlers among the given ids."""
-        states = [self._states.get(handlers.HandlerId(i)) for i in ids]
+        states = [self.get(handlers.HandlerId(i)) for i in ids]
         success = sum(1 for state in states if state is not None and state.success)
         failure = sum(1 for state in states if state is not None and state.failure)
         return success, failure, len(states) - success - failure
@@ -183,7 +199,7 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
         now = now or utcnow()
         result = []
         for i in ids:
-            state = self._states.get(handlers.HandlerId(i))
+            state = self.get(handlers.HandlerId(i))
             if state is None or state.finished:
                 continue
             result.append(max(0.0, (state.delayed - now).total_seconds()) if state.delayed else 0.0)
@@ -191,11 +207,11 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, storage: progress.ProgressStorage) -> None:
         """Write the records that changed since loading into the patch."""
-        for handler_id, state in self._states.items():
+        for handler_id, state in self.items():
             record = state.as_record()
             if record != state._origin:
                 storage.store(key=handler_id, record=record, body=body, patch=patch)
-        _untouch(body=body, patch=patch, storage=storage)
+        storage.touch(body=body, patch=patch, value=None)  # the dummy goes with our progress: see above
 
     def purge(
             self,
@@ -206,22 +222,10 @@ class State(Mapping[handlers.HandlerId, HandlerState]):
             ids: Iterable[str],
     ) -> None:
         """Remove the records of all given ids and of their sub-handlers."""
-        all_ids = set(ids) | set(self._states)
-        for state in self._states.values():
+        all_ids = set(ids) | set(self)
+        for state in self.values():
             all_ids.update(state.subrefs)
         for handler_id in sorted(all_ids):
             storage.purge(key=handlers.HandlerId(handler_id), body=body, patch=patch)
-        _untouch(body=body, patch=patch, storage=storage)
-
-
-def _untouch(*, body: bodies.Body, patch: patches.Patch, storage: progress.ProgressStorage) -> None:
-    """
-    Remove the dummy field that an earlier operator has touched to wake itself up, if it is there.
-
-    Upstream Kopf touches a dummy (``kopf.zalando.org/touch-dummy``) after sleeping for the
-    delayed handlers, and removes it with its next patch. If it is stopped in between, the
-    object keeps the dummy when we take over: it is removed together with our progress, so
-    that it costs no request of its own. Nothing is added to the patch if there is no dummy.
-    """
-    storage.touch(body=body, patch=patch, value=None)
+        storage.touch(body=body, patch=patch, value=None)  # the dummy goes with our progress: see above
 

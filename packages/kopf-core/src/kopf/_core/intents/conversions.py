@@ -30,10 +30,7 @@ class ConversionHandler(handlers.ResourceHandler):
     """A conversion function of one resource from the ``source`` version to the ``target`` one."""
     source: str = ''
     target: str = ''
-
-    @property
-    def title(self) -> str:
-        return f"Conversion {self.id!r}"
+    KIND = 'Conversion'
 
 
 def check_versions(source: object, target: object) -> Tuple[str, str]:

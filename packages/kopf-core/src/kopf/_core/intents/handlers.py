@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, NewType, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NewType, Optional, Tuple, Union
 
 from kopf._cogs.structs import references
 from kopf._core.intents import callbacks, causes, filters
@@ -41,22 +41,25 @@ class BaseHandler:
     retries: Optional[int]
     backoff: Optional[float]
 
+    # How the handlers of a kind are named in the log lines: ``Handler 'fn'``, ``Timer 'fn'``.
+    KIND: ClassVar[str] = 'Handler'
+
+    def __post_init__(self) -> None:
+        # Made once, not at every log line: ``title`` is read for each attempt's lines.
+        object.__setattr__(self, 'title', f"{self.KIND} {self.id!r}")
+
     def __str__(self) -> str:
         return f"Handler {self.id!r}"
 
-    @property
-    def title(self) -> str:
-        """How the handler is named in the log lines: ``Handler 'fn'``."""
-        return f"Handler {self.id!r}"
+    if TYPE_CHECKING:  # an attribute set in __post_init__, not a field (neither compared nor shown)
+        @property
+        def title(self) -> str: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class ActivityHandler(BaseHandler):
     activity: Optional[Activity] = None
-
-    @property
-    def title(self) -> str:
-        return f"Activity {self.id!r}"
+    KIND = 'Activity'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,20 +88,6 @@ class ChangingHandler(ResourceHandler):
     new: filters.ValueFilter = None
     field_needs_change: Optional[bool] = None  # for on.update/on.field with field=: only if it changed
 
-    def applies_to(self, cause: causes.ChangingCause) -> bool:
-        """Whether the handler is selected for the cause (filters aside)."""
-        if self.initial:  # resuming handlers
-            if not cause.initial:
-                return False
-            if cause.reason == causes.Reason.DELETE:
-                return bool(self.deleted)
-            return cause.reason in causes.HANDLER_REASONS
-        if self.reason is None:
-            # Field handlers: for any reason with a change of their field (checked by the filters),
-            # so also at creation when the field is set, as operators written for Kopf 1.45 expect.
-            return cause.reason in causes.HANDLER_REASONS
-        return self.reason == cause.reason
-
 
 @dataclasses.dataclass(frozen=True)
 class SpawningHandler(ResourceHandler):
@@ -108,10 +97,7 @@ class SpawningHandler(ResourceHandler):
     cancellation_backoff: Optional[float] = None
     cancellation_timeout: Optional[float] = None
     cancellation_polling: Optional[float] = None
-
-    @property
-    def title(self) -> str:
-        return f"Daemon {self.id!r}"
+    KIND = 'Daemon'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,10 +111,7 @@ class TimerHandler(SpawningHandler):
     interval: Optional[float] = None
     idle: Optional[float] = None
     sharp: Optional[bool] = None
-
-    @property
-    def title(self) -> str:
-        return f"Timer {self.id!r}"
+    KIND = 'Timer'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,12 +31,13 @@ def match_resource_filters(
     ``value=`` applies to either side of the change; ``old=``/``new=`` apply to
     their sides only. Without a diff, the object's current state is checked.
     """
+    # The checks of the absent filters are skipped here, not in their functions: most handlers have few.
     meta = body.get('metadata', {})
-    if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
+    if handler.labels and not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
         return False
-    if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
+    if handler.annotations and not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
         return False
-    if not _match_field(handler, body=body, kwargs=kwargs, diff=diff, old=old, new=new):
+    if handler.field and not _match_field(handler, body=body, kwargs=kwargs, diff=diff, old=old, new=new):
         return False
     if handler.when is not None and not handler.when(**kwargs):
         return False
@@ -52,8 +53,7 @@ def _match_field(
         old: Optional[Mapping[str, Any]],
         new: Optional[Mapping[str, Any]],
 ) -> bool:
-    if not handler.field:
-        return True
+    assert handler.field  # the caller checks that there is a field filter
     old_crit = getattr(handler, 'old', None)
     new_crit = getattr(handler, 'new', None)
     needs_change = getattr(handler, 'field_needs_change', None)
@@ -83,11 +83,26 @@ def select_changing_handlers(
     """The handlers to run for this cause, in the order of declaration."""
     return deduplicated(
         handler for handler in handlers_
-        if handler.applies_to(cause)
+        if applies_to(handler, cause)
         and match_resource_filters(handler, body=cause.body, kwargs=kwargs,
                                    diff=cause.diff if _checks_change(handler, cause) else None,
                                    old=cause.old, new=cause.new)
     )
+
+
+def applies_to(handler: handlers.ChangingHandler, cause: causes.ChangingCause) -> bool:
+    """Whether the handler is selected for the cause (filters aside)."""
+    if handler.initial:  # resuming handlers
+        if not cause.initial:
+            return False
+        if cause.reason == causes.Reason.DELETE:
+            return bool(handler.deleted)
+        return cause.reason in causes.HANDLER_REASONS
+    if handler.reason is None:
+        # Field handlers: for any reason with a change of their field (checked by the filters),
+        # so also at creation when the field is set, as operators written for Kopf 1.45 expect.
+        return cause.reason in causes.HANDLER_REASONS
+    return handler.reason == cause.reason
 
 
 def _checks_change(handler: handlers.ChangingHandler, cause: causes.ChangingCause) -> bool:
@@ -133,9 +148,9 @@ def is_in_scope(
     """
     for handler in handlers_:
         meta = body.get('metadata', {})
-        if not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
+        if handler.labels and not filters.match_meta(handler.labels, meta.get('labels', {}), kwargs):
             continue
-        if not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
+        if handler.annotations and not filters.match_meta(handler.annotations, meta.get('annotations', {}), kwargs):
             continue
         if handler.field and not getattr(handler, 'field_needs_change', None):
             present, value = filters.resolve_field(body, handler.field)

@@ -237,7 +237,7 @@ class OperatorRegistry:
         return any(h.activity == activity for h in self._activities._handlers)
 
     def get_watching_handlers(self, *, resource: references.Resource) -> Sequence[handlers.WatchingHandler]:
-        return matching.deduplicated(self._watching.get_resource_handlers(resource))
+        return _deduplicated(self._watching.get_resource_handlers(resource))
 
     def get_changing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.ChangingHandler]:
         # Not deduplicated here: e.g. @on.resume+@on.create on one function share the id, and
@@ -245,10 +245,10 @@ class OperatorRegistry:
         return self._changing.get_resource_handlers(resource)
 
     def get_spawning_handlers(self, *, resource: references.Resource) -> Sequence[handlers.SpawningHandler]:
-        return matching.deduplicated(self._spawning.get_resource_handlers(resource))
+        return _deduplicated(self._spawning.get_resource_handlers(resource))
 
     def get_indexing_handlers(self, *, resource: references.Resource) -> Sequence[handlers.IndexingHandler]:
-        return matching.deduplicated(self._indexing.get_resource_handlers(resource))
+        return _deduplicated(self._indexing.get_resource_handlers(resource))
 
     def get_webhook_handlers(self) -> Sequence[webhooks.WebhookHandler]:
         """All admission handlers, in the order of declaration (they are served by id, not by resource)."""
@@ -304,3 +304,8 @@ def set_default_registry(registry: OperatorRegistry) -> None:
     """Make this registry the one that the decorators use when no ``registry=`` is given."""
     global _default_registry
     _default_registry = registry
+
+
+def _deduplicated(found: Sequence[HandlerT]) -> Sequence[HandlerT]:
+    """The handlers without repeated ids; a single handler or none needs no look."""
+    return matching.deduplicated(found) if len(found) > 1 else found

@@ -37,10 +37,7 @@ class WebhookHandler(handlers.ResourceHandler):
     persistent: Optional[bool] = None
     side_effects: Optional[bool] = None
     ignore_failures: Optional[bool] = None
-
-    @property
-    def title(self) -> str:
-        return f"Webhook {self.id!r}"
+    KIND = 'Webhook'
 
     def accepts(self, *, operation: Optional[str], subresource: Optional[str]) -> bool:
         """Whether the handler is meant for this operation on this (sub)resource."""

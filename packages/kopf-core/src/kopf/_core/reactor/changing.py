@@ -11,8 +11,9 @@ The result is when to come back: a delay if some handlers are postponed
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, diffs, patches, references
@@ -71,9 +72,9 @@ class ChangeCycle:
         self.logger = loggers.ObjectLogger(body=body, settings=context.settings)
         self.changing_handlers = context.registry.get_changing_handlers(resource=resource)
         self.spawning_handlers = context.registry.get_spawning_handlers(resource=resource)
+        self.indices = context.indexers.as_kwargs()
         self.base_kwargs = kwargs_.build_resource_kwargs(causes.BaseCause(
-            resource=resource, body=body, patch=patch, memo=memo, logger=self.logger,
-            indices=context.indexers.as_kwargs()))
+            resource=resource, body=body, patch=patch, memo=memo, logger=self.logger, indices=self.indices))
 
     async def run(self) -> CycleResult:
         """The steps of the cycle, in order; each can end it."""
@@ -177,10 +178,10 @@ class ChangeCycle:
         """Execute the due handlers, record the outcomes; return the delay until the next attempt."""
         cause = causes.ChangingCause(
             resource=self.resource, body=self.body, patch=self.patch, memo=self.memo, logger=self.logger,
-            indices=self.context.indexers.as_kwargs(), reason=change.reason,
+            indices=self.indices, reason=change.reason,
             initial=change.initial, diff=change.diff, old=change.old, new=change.new)
-        selected = matching.select_changing_handlers(self.changing_handlers, cause=cause,
-                                                       kwargs=kwargs_.build_changing_kwargs(cause))
+        cause_kwargs = kwargs_.build_changing_kwargs(cause, base=self.base_kwargs)
+        selected = matching.select_changing_handlers(self.changing_handlers, cause=cause, kwargs=cause_kwargs)
         state = self._load_state(change, selected)
         if selected and self.logger.isEnabledFor(logging.DEBUG):  # the body's repr is costly: only if shown
             self.logger.debug(f"{causes.TITLES[change.reason]} is in progress: {dict(self.body)!r}")
@@ -188,7 +189,7 @@ class ChangeCycle:
                 self.logger.debug(f"{causes.TITLES[change.reason]} diff: {change.diff!r}")
 
         outcomes = await execution.execute_handlers_once(
-            handlers_=selected, state=state, context=self._execution_context(cause, change))
+            handlers_=selected, state=state, context=self._execution_context(cause, change, cause_kwargs))
         for handler_id, outcome in outcomes.items():
             store_result(self.patch, handler_id, outcome, self.logger)
         state = state.with_outcomes(outcomes)
@@ -209,10 +210,13 @@ class ChangeCycle:
             state = progression.State({}, purpose=purpose)
         return state.with_purpose(purpose, selected)
 
-    def _execution_context(self, cause: causes.ChangingCause, change: _Change) -> execution.ExecutionContext:
-        def build_kwargs(handler: handlers.BaseHandler, handler_state: progression.HandlerState) -> Dict[str, Any]:
-            return kwargs_.build_changing_kwargs(cause, handler=handler, state=handler_state)
-
+    def _execution_context(
+            self,
+            cause: causes.ChangingCause,
+            change: _Change,
+            cause_kwargs: Mapping[str, Any],
+    ) -> execution.ExecutionContext:
+        build_kwargs = functools.partial(kwargs_.build_changing_handler_kwargs, cause, cause_kwargs)
         subscope = subhandling.make_scope(purpose=change.reason.value, body=self.body, patch=self.patch,
                                           storage=change.progress_storage, settings=self.settings,
                                           logger=self.logger, build_kwargs=build_kwargs,
@@ -228,6 +232,7 @@ class ChangeCycle:
     ) -> Optional[float]:
         """Keep the progress (and the diff-base when all is done); the delay until the next attempt."""
         selected_ids = [h.id for h in selected]
+        known_ids = {h.id for h in self.changing_handlers}  # with the other selections, before any call out
         if not state.done_for(selected_ids):
             state.store(body=self.body, patch=self.patch, storage=change.progress_storage)
             delays = state.delays(selected_ids)
@@ -238,7 +243,6 @@ class ChangeCycle:
             self.logger.info(f"{causes.TITLES[change.reason]} is processed: {s} succeeded; {f} failed.")
             if f == 0:
                 self.logger.info(f"All handlers succeeded for {causes.NOUNS[change.reason]}.")
-        known_ids = {h.id for h in self.changing_handlers}
         state.purge(body=self.body, patch=self.patch, storage=change.progress_storage,
                     ids=known_ids & set(state.keys()))
         if change.reason != causes.Reason.DELETE and change.old != change.new:
@@ -263,7 +267,7 @@ class ChangeCycle:
         assert memory.daemons is not None
         return daemons.object_context(settings=self.settings, client=self.context.client, resource=self.resource,
                                       memory=memory.daemons, memo=memory.memo,
-                                      indices=self.context.indexers.as_kwargs(), pending_fns=memory.pending_fns)
+                                      indices=self.indices, pending_fns=memory.pending_fns)
 
     def _spawn_daemons(self, memory: inventory.ObjectMemory) -> None:
         if memory.daemons is None:

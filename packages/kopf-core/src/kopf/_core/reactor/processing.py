@@ -12,13 +12,13 @@ worker's job: it wakes up earlier if a newer event arrives.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from kopf._cogs.helpers import typedefs
 from kopf._cogs.structs import bodies, hierarchies, patches, references
 from kopf._core.actions import application, execution, invocation, loggers
 from kopf._core.actions import kwargs as kwargs_
-from kopf._core.intents import causes, matching
+from kopf._core.intents import causes, handlers, matching
 from kopf._core.reactor.changing import ChangeCycle
 from kopf._core.reactor.cycles import CycleResult, ProcessingContext
 
@@ -53,8 +53,10 @@ async def process_resource_event(
     if memory is not None and memory.daemons is not None:
         memory.daemons.notice_change(raw_body)  # the daemons' live body; idling timers start over
 
-    await _process_watching(context=context, resource=resource, raw_event=raw_event,
-                            body=body, patch=patch, memo=memo)
+    watching_handlers = context.registry.get_watching_handlers(resource=resource)
+    if watching_handlers:
+        await _process_watching(context=context, handlers_=watching_handlers, resource=resource,
+                                raw_event=raw_event, body=body, patch=patch, memo=memo)
 
     result = CycleResult()
     if context.registry.has_state_handlers(resource=resource):
@@ -99,6 +101,7 @@ async def index_resource_event(
 async def _process_watching(
         *,
         context: ProcessingContext,
+        handlers_: Sequence[handlers.WatchingHandler],
         resource: references.Resource,
         raw_event: typedefs.RawEvent,
         body: bodies.Body,
@@ -106,14 +109,11 @@ async def _process_watching(
         memo: Any,
 ) -> None:
     """Invoke the raw-event handlers: no state, no retries; errors are only logged."""
-    watching_handlers = context.registry.get_watching_handlers(resource=resource)
-    if not watching_handlers:
-        return
     logger = loggers.LocalObjectLogger(body=body, settings=context.settings)
     cause = causes.WatchingCause(resource=resource, body=body, patch=patch, memo=memo, logger=logger,
                                  indices=context.indexers.as_kwargs(), type=raw_event.get('type'), event=raw_event)
     kwargs = kwargs_.build_watching_kwargs(cause)
-    for handler in watching_handlers:
+    for handler in handlers_:
         if not matching.match_resource_filters(handler, body=body, kwargs=kwargs):
             continue
         try:

@@ -195,8 +195,9 @@ class _OwnPatch:
 @dataclasses.dataclass
 class _WorkerState:
     """What one object's worker knows between its cycles."""
-    throttler: throttling.ErrorThrottler
     processed_at: float  # the loop time of the last successful cycle (or of the start)
+    # The delays after consecutive errors: made at the first error, dropped (started over) on success.
+    throttler: Optional[throttling.ErrorThrottler] = None
     latest: Optional[typedefs.RawEvent] = None  # the latest known state, processed again after a delay
     own_patch: _OwnPatch = dataclasses.field(default_factory=_OwnPatch)  # skip the events older than it
     delay: Optional[float] = None  # when to process the latest state again, if nothing comes earlier
@@ -215,8 +216,7 @@ async def _worker(
 ) -> None:
     """Process one object's events, one cycle at a time, until it has nothing to do (or may not)."""
     inbox = inboxes[key]
-    state = _WorkerState(throttler=throttling.ErrorThrottler(settings.queueing.error_delays),
-                         processed_at=asyncio.get_running_loop().time())
+    state = _WorkerState(processed_at=asyncio.get_running_loop().time())
     try:
         while True:
             event = await _next_event(inbox, state, settings)
@@ -310,6 +310,8 @@ async def _run_cycle(
     except (asyncio.CancelledError, _NotAdmitted):
         raise
     except Exception as e:
+        if state.throttler is None:
+            state.throttler = throttling.ErrorThrottler(settings.queueing.error_delays)
         state.delay = state.throttler.next_delay()
         if isinstance(e, apierrors.APIForbiddenError):  # the message names the verb and the resource
             logger.error(f"Not permitted while processing {key}: {e}. Grant the operator this "
@@ -318,7 +320,7 @@ async def _run_cycle(
             logger.exception(f"Unexpected error while processing {key}: {e!r}. "
                              f"Throttling for {state.delay} seconds.")
         return False
-    state.throttler.reset()
+    state.throttler = None  # the next error starts the delays from their beginning
     state.delay = result.delay
     state.processed_at = asyncio.get_running_loop().time()
     if result.patched_body is not None:

@@ -7,7 +7,7 @@ operator's filters or a broken API. Instead of spinning, the object's worker
 waits for the next delay of ``settings.queueing.error_delays`` before
 processing the latest state again; once the sequence is exhausted, its last
 delay repeats for every further error (as the manual describes: 10, 20, 30,
-30, 30, ...), and the sequence starts from its beginning after a successful cycle.
+30, 30, ...), and after a successful cycle, the worker starts a new sequence.
 """
 from typing import Iterable, Iterator, Optional
 
@@ -16,7 +16,6 @@ class ErrorThrottler:
     """The delays after the consecutive failures of one object's cycles."""
 
     def __init__(self, delays: Iterable[float]) -> None:
-        self._source = delays
         self._delays: Iterator[float] = iter(delays)
         self._last: Optional[float] = None
 
@@ -24,8 +23,3 @@ class ErrorThrottler:
         """The delay after one more failure (``None`` if no delays are configured)."""
         self._last = next(self._delays, self._last)
         return self._last
-
-    def reset(self) -> None:
-        """A cycle has succeeded: the next failure starts the sequence from its beginning."""
-        self._delays = iter(self._source)
-        self._last = None
