@@ -24,6 +24,7 @@ import pytest
 from integration import kubeobjects
 from integration.controlplane import Cluster
 from integration.operating import OperatorProcess
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'admission_handlers.py')
 WITHOUT_SERVER = str(pathlib.Path(__file__).parent / 'operators_src' / 'admission_without_server.py')
@@ -201,7 +202,7 @@ def run_until_exit(path: str, namespace: str, log_path: pathlib.Path,
     process = OperatorProcess([path, '-n', namespace, '--verbose'], log_path=log_path, env=env)
     process.start()
     assert process.process is not None
-    return process.process.wait(timeout=60), process.log
+    return process.process.wait(timeout=patient(DEFAULT_TIMEOUT)), process.log
 
 
 def test_operator_refuses_to_start_without_a_server(namespace: str, tmp_path: pathlib.Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from integration.controlplane import Cluster
 from integration.operating import EXAMPLES, OperatorProcess
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 ROTATING = str(pathlib.Path(__file__).parent / 'operators_src' / 'rotating_login.py')
@@ -108,7 +109,7 @@ def test_no_credentials_at_all_fail_with_one_clear_message(namespace: str, tmp_p
     op = OperatorProcess([EXAMPLE, '-n', namespace], log_path=tmp_path / 'op.log', env=env)
     op.start()
     assert op.process is not None
-    exit_code = op.process.wait(timeout=30)
+    exit_code = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
     assert exit_code != 0
     assert 'absent-kubeconfig' in op.log
     assert 'Traceback' not in op.log

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from integration.operating import OperatorProcess
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'stuck_exit.py')
 EMBEDDED = str(pathlib.Path(__file__).parent / 'operators_src' / 'embedded_exit.py')
@@ -25,7 +26,7 @@ def test_stuck_exit_is_killed_after_the_ultimate_exiting_timeout(namespace: str,
         op.wait_for(r"Configured\.")
         op.process.send_signal(signal.SIGTERM)
         op.wait_for(r"Cleaning up forever\.")
-        returncode = op.process.wait(timeout=60)
+        returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
     except subprocess.TimeoutExpired:
         op.process.kill()
         op.process.wait()
@@ -43,7 +44,7 @@ def test_an_exit_in_time_is_not_killed_later(namespace: str, tmp_path: pathlib.P
     try:
         op.wait_for(r"Configured\.")
         op.process.send_signal(signal.SIGTERM)
-        returncode = op.process.wait(timeout=60)
+        returncode = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
     except subprocess.TimeoutExpired:
         op.process.kill()
         op.process.wait()

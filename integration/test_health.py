@@ -20,6 +20,7 @@ from integration.controlplane import Cluster
 from integration.kubeobjects import apply_crds, crd_manifest, create_object, poll
 from integration.operating import OperatorProcess
 from integration.probes import free_port
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'health_probes.py')
 GROUP = 'health.kopf.dev'
@@ -125,7 +126,7 @@ def test_a_busy_port_stops_the_operator_with_one_line(namespace: str, tmp_path: 
                                   env={'HEALTH_GATE_FILE': str(files.gate), 'HEALTH_FAIL_FILE': str(files.fail)})
         process.start()
         assert process.process is not None
-        assert process.process.wait(timeout=60) == 1
+        assert process.process.wait(timeout=patient(DEFAULT_TIMEOUT)) == 1
     assert f"Error: Cannot serve the liveness endpoint {url}: " in process.log
     assert "Choose another port or host in --liveness." in process.log
     assert "Traceback" not in process.log

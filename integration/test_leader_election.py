@@ -28,6 +28,7 @@ from integration import kubeobjects
 from integration.chaos import _proxy, _schedule
 from integration.controlplane import Cluster
 from integration.operating import EXAMPLES, REPO_ROOT, OperatorProcess, kopf_executable
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 OPERATOR = str(pathlib.Path(__file__).parent / 'operators_src' / 'leader_election.py')
 GROUP, PLURAL, KIND = 'leader.kopf.dev', 'leaderthings', 'LeaderThing'
@@ -201,7 +202,7 @@ def test_a_graceful_stop_hands_over_in_under_a_second(
     spec = lease_spec(cluster, namespace)
     handover = micro_time(spec['acquireTime']) - stopped_at
     assert handover < 1.0, f"hand-over took {handover:.3f}s"
-    assert leader.process.wait(timeout=20) == 0
+    assert leader.process.wait(timeout=patient(DEFAULT_TIMEOUT)) == 0
     assert "Released the Lease" in leader.log
     wait_for_call(calls_file, obj='obj', handler='heartbeat', pid=pid_of(follower))
     assert_each_handler_ran_once(calls_file, ['obj'])
@@ -325,7 +326,7 @@ def test_a_lease_name_that_kubernetes_refuses_is_one_message_at_start(
         namespace: str, replicas: Replicas) -> None:
     process = replicas.start('bad', lease='Bad_Name!')
     assert process.process is not None
-    assert process.process.wait(timeout=60) == 1
+    assert process.process.wait(timeout=patient(DEFAULT_TIMEOUT)) == 1
     errors = [line for line in process.log.splitlines() if line.startswith('Error:')]
     assert errors == ["Error: The leader election's Lease name 'Bad_Name!' is not valid in Kubernetes: use at most "
                       "253 lowercase letters, digits, '-' and '.', starting and ending with a letter or a digit "

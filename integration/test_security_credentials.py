@@ -20,6 +20,7 @@ import yaml
 
 from integration.controlplane import Cluster
 from integration.operating import EXAMPLES, OperatorProcess
+from kopf_testing._polling import DEFAULT_TIMEOUT, patient
 
 EXAMPLE = str(EXAMPLES / '01-minimal' / 'example.py')
 
@@ -68,7 +69,7 @@ def run_until_exit(namespace: str, tmp_path: pathlib.Path, kubeconfig: pathlib.P
     op.start()
     assert op.process is not None
     try:
-        exit_code = op.process.wait(timeout=60)
+        exit_code = op.process.wait(timeout=patient(DEFAULT_TIMEOUT))
     finally:
         op.stop()
     return exit_code, op.log

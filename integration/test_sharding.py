@@ -39,7 +39,7 @@ import pytest
 from integration import kubeobjects
 from integration.controlplane import NON_ADMIN_USER, Cluster
 from integration.gates import GatedClusters, cluster_with_gates
-from integration.operating import REPO_ROOT, OperatorProcess, patient
+from integration.operating import DEFAULT_TIMEOUT, REPO_ROOT, OperatorProcess, patient
 from integration.watchcounting import CountingProxy, ProxyLoop
 from kopf._core.engines.coordination import membership, sharding
 
@@ -340,7 +340,7 @@ def test_a_lease_prefix_that_kubernetes_refuses_stops_the_start_with_one_message
     try:
         process = replicas.start('a', LEASE_PREFIX='Bad_Name!')
         assert process.process is not None
-        assert process.process.wait(timeout=60) != 0
+        assert process.process.wait(timeout=patient(DEFAULT_TIMEOUT)) != 0
         errors = [line for line in process.log.splitlines() if "Lease prefix" in line]
         assert len(errors) == 1
         assert "The sharding's Lease prefix 'Bad_Name!' is not valid in Kubernetes" in errors[0]
